@@ -1,0 +1,39 @@
+# The two set-up commands: `make quick` (install + the quick experiment end to end)
+# and `make test` (install + the test suite). Everything else is a convenience.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SNAKEMAKE := $(VENV)/bin/snakemake
+QUICK := --configfile config.yaml experiments/quick.yaml
+CORES ?= all
+
+.PHONY: install quick test test-fast lint dryrun bench report clean
+
+$(VENV)/.installed: pyproject.toml constraints/cpu.txt tools/install.sh
+	bash tools/install.sh
+	touch $@
+
+install: $(VENV)/.installed
+
+quick: install
+	$(SNAKEMAKE) $(QUICK) --cores $(CORES) --rerun-incomplete
+
+test: install
+	$(VENV)/bin/pytest -q
+
+test-fast: install
+	$(VENV)/bin/pytest -q -m "not integration and not slurm"
+
+lint: install
+	$(SNAKEMAKE) --lint
+	$(VENV)/bin/ruff check src tests bench workflow
+
+dryrun: install
+	$(SNAKEMAKE) -n --quiet rules
+	$(SNAKEMAKE) $(QUICK) -n --quiet rules
+
+bench: install
+	$(PY) -m bench
+
+clean:
+	rm -rf results logs benchmarks .snakemake

@@ -1,0 +1,75 @@
+# Shared helpers: config validation, parameter-keyed paths, code versions, target registry.
+import hashlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+# The library lives in src/: importable here and, through PYTHONPATH, in every job's script
+# (also under --use-conda and on cluster nodes), whether or not the package is installed.
+_SRC = str(Path(workflow.basedir) / "src")
+sys.path.insert(0, _SRC)
+_PP = "PYTHONPATH"  # optional: extended, never required
+os.environ[_PP] = os.pathsep.join(p for p in (_SRC, os.environ.get(_PP)) if p)
+CONDA_ENV = str(Path(workflow.basedir) / "envs" / "hardneg.yaml")
+
+from hardneg.config import ConfigError, validate as _validate_config
+
+try:
+    _validate_config(config)
+except ConfigError as _exc:
+    raise WorkflowError(str(_exc)) from None
+
+
+LOGS = "logs"
+BENCH = "benchmarks"
+N_SHARDS = -(-config["corpus"]["max_sentences"] // config["corpus"]["shard_size"])
+SHARDS = [f"{i:03d}" for i in range(N_SHARDS)]
+
+# Every stage registers a function returning its final targets; the 'all' target collects them.
+_TARGET_FUNCS = []
+
+
+def register_targets(func):
+    _TARGET_FUNCS.append(func)
+    return func
+
+
+def all_targets():
+    out = []
+    for func in _TARGET_FUNCS:
+        out.extend(func())
+    return out
+
+
+def code_version(*modules):
+    """Hash of the library source behind a job, passed as a param so that a change to the
+    library code re-runs it (Snakemake tracks neither script files nor imported modules)."""
+    h = hashlib.sha256()
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise WorkflowError(f"code_version: module {name} not found")
+        origin = Path(spec.origin)
+        files = sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py" else [origin]
+        for f in files:
+            h.update(f.relative_to(origin.parent).as_posix().encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def short_hash(obj):
+    """A stable 8-character key for a parameter set (used in parameter-keyed output paths)."""
+    import json
+
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def corpus_tag():
+    c = config["corpus"]
+    src = Path(config["data"]["corpus_file"]).stem
+    return f"{src}-n{c['max_sentences']}-ss{c['shard_size']}" + ("" if c.get("dedupe", True) else "-nodedupe")
+
+
+CORPUS_DIR = f"results/corpus/{corpus_tag()}"
+SENTEVAL_DIR = "data/senteval"

@@ -1,0 +1,70 @@
+# Data stage: downloads (local jobs, never sent to a cluster) and corpus sharding.
+
+
+localrules:
+    download,
+    extract_senteval,
+
+
+rule download:
+    """Stream one upstream file (mirror-aware), resumable, verified, with a sha256 manifest."""
+    output:
+        file="data/downloads/{filename}",
+        manifest="data/downloads/{filename}.manifest.json",
+    wildcard_constraints:
+        filename=r"[^/]+(?<!\.manifest\.json)",
+    params:
+        url=lambda wc: config["data"]["base_url"] + wc.filename,
+        mirror=config.get("mirror"),
+        sha256=lambda wc: config["data"].get("sha256", {}).get(wc.filename),
+        retries=config["data"].get("retries", 5),
+        backoff_s=config["data"].get("backoff_s", 2.0),
+        timeout_s=config["data"].get("timeout_s", 60),
+        code=code_version("hardneg.data.download"),
+    conda:
+        CONDA_ENV
+    log:
+        f"{LOGS}/download/{{filename}}.log",
+    script:
+        "../workflow/scripts/download.py"
+
+
+rule extract_senteval:
+    """Unpack senteval.tar (SentEval layout: STS/, SICK/, transfer tasks) under data/."""
+    input:
+        f"data/downloads/{config['data']['senteval_file']}",
+    output:
+        directory(SENTEVAL_DIR),
+    params:
+        code=code_version("hardneg.data.archive"),
+    conda:
+        CONDA_ENV
+    log:
+        f"{LOGS}/extract_senteval.log",
+    script:
+        "../workflow/scripts/extract_senteval.py"
+
+
+rule prepare_corpus:
+    """Normalise, de-duplicate, cap and shard the training corpus; count every dropped line."""
+    input:
+        corpus=f"data/downloads/{config['data']['corpus_file']}",
+        senteval=SENTEVAL_DIR,
+    output:
+        shards=expand(f"{CORPUS_DIR}/shard-{{shard}}.parquet", shard=SHARDS),
+        rejects=f"{CORPUS_DIR}/rejects.parquet",
+        manifest=f"{CORPUS_DIR}/manifest.json",
+    params:
+        corpus=config["corpus"],
+        code=code_version("hardneg.data.corpus", "hardneg.data.leakage", "hardneg.shards"),
+    conda:
+        CONDA_ENV
+    log:
+        f"{LOGS}/prepare_corpus/{corpus_tag()}.log",
+    benchmark:
+        f"{BENCH}/prepare_corpus/{corpus_tag()}.tsv"
+    script:
+        "../workflow/scripts/prepare_corpus.py"
+
+
+register_targets(lambda: [f"{CORPUS_DIR}/manifest.json", SENTEVAL_DIR])

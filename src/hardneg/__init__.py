@@ -1,0 +1,3 @@
+"""hardneg: hard negatives for sentence-embedding training, and what they buy."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+import sys
+
+from hardneg.cli import main
+
+sys.exit(main())

@@ -1,0 +1,66 @@
+"""``hardneg download`` and ``hardneg prepare-corpus``: the data stage outside Snakemake."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+DEFAULT_BASE = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/"
+
+
+def _download(args: argparse.Namespace) -> int:
+    from hardneg.data.download import download
+
+    dest = Path(args.out) if args.out else Path(args.filename)
+    record = download(
+        args.base_url.rstrip("/") + "/" + args.filename,
+        dest,
+        mirror=args.mirror,
+        sha256=args.sha256,
+        retries=args.retries,
+        manifest=dest.with_name(dest.name + ".manifest.json"),
+    )
+    print(json.dumps(record, indent=2))
+    return 0
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    from hardneg.data.corpus import n_shards, prepare_corpus
+
+    out = Path(args.out_dir)
+    n = n_shards(args.max_sentences, args.shard_size)
+    manifest = prepare_corpus(
+        args.corpus,
+        [out / f"shard-{i:03d}.parquet" for i in range(n)],
+        out / "rejects.parquet",
+        out / "manifest.json",
+        max_sentences=args.max_sentences,
+        shard_size=args.shard_size,
+        min_chars=args.min_chars,
+        dedupe=not args.keep_duplicates,
+        senteval_dir=args.senteval_dir,
+    )
+    print(json.dumps({k: manifest[k] for k in ("lines_read", "kept", "dropped", "leakage")}, indent=2))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("download", help="download one upstream file (mirror-aware, resumable)")
+    p.add_argument("filename", help="e.g. wiki1m_for_simcse.txt or senteval.tar")
+    p.add_argument("--out", help="destination path (default: ./FILENAME)")
+    p.add_argument("--base-url", default=DEFAULT_BASE)
+    p.add_argument("--mirror", help="http(s)/file:// base URL or folder replacing the upstream host")
+    p.add_argument("--sha256", help="expected checksum (verified)")
+    p.add_argument("--retries", type=int, default=5)
+    p.set_defaults(func=_download)
+
+    p = sub.add_parser("prepare-corpus", help="normalise, de-duplicate, cap and shard a corpus")
+    p.add_argument("corpus", help="one sentence per line (UTF-8)")
+    p.add_argument("out_dir")
+    p.add_argument("--max-sentences", type=int, required=True)
+    p.add_argument("--shard-size", type=int, required=True)
+    p.add_argument("--min-chars", type=int, default=1)
+    p.add_argument("--keep-duplicates", action="store_true")
+    p.add_argument("--senteval-dir", help="extracted senteval.tar, for the leakage count")
+    p.set_defaults(func=_prepare)

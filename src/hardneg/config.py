@@ -1,0 +1,96 @@
+"""Experiment configuration: YAML base + overlays, validated against the JSON schema.
+
+Errors name the key path (``train.lr``) so a typo in an overlay is caught at start-up,
+not an hour into a run.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_PATH = REPO_ROOT / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with the offending key path in the message."""
+
+
+def deep_merge(base: dict, overlay: dict) -> dict:
+    """Return ``base`` updated recursively by ``overlay`` (overlay wins; lists are replaced)."""
+    out = copy.deepcopy(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load_yaml(path: str | Path) -> dict:
+    """Read a YAML mapping, with a clear error naming the file."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file not found: {path}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def _key_path(err: ValidationError) -> str:
+    parts = [str(p) for p in err.absolute_path]
+    if err.validator == "additionalProperties":
+        # jsonschema reports the parent; name the unknown key itself.
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        parts = parts + [extra[0]] if extra else parts
+        return ".".join(parts) or "<root>"
+    return ".".join(parts) or "<root>"
+
+
+def _describe(err: ValidationError) -> str:
+    path = _key_path(err)
+    if err.validator == "additionalProperties":
+        allowed = ", ".join(sorted(err.schema.get("properties", {})))
+        return f"unknown key '{path}' (allowed here: {allowed})"
+    if err.validator == "type":
+        return f"'{path}': expected {err.validator_value}, got {type(err.instance).__name__} ({err.instance!r})"
+    if err.validator == "required":
+        return f"'{path or '<root>'}': {err.message}"
+    return f"'{path}': {err.message}"
+
+
+def load_schema(schema_path: str | Path = SCHEMA_PATH) -> dict:
+    return load_yaml(schema_path)
+
+
+def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
+    """Validate ``config`` and fill schema defaults; raise ConfigError listing every problem."""
+    schema = load_schema(schema_path)
+    validator = Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = "\n  - ".join(_describe(e) for e in errors)
+        raise ConfigError(f"invalid configuration:\n  - {lines}")
+    return config
+
+
+def load_config(paths: Iterable[str | Path], overrides: dict | None = None) -> dict:
+    """Merge config files in order (later wins), apply ``overrides``, and validate."""
+    merged: dict[str, Any] = {}
+    for path in paths:
+        merged = deep_merge(merged, load_yaml(path))
+    if overrides:
+        merged = deep_merge(merged, overrides)
+    return validate(merged)

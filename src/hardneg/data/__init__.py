@@ -1,0 +1,1 @@
+"""Data: downloads (mirror, resume, checksums), corpus preparation, SentEval readers."""

@@ -1,0 +1,103 @@
+"""Downloads: mirror resolution, HTTP over loopback, resume, checksums, clear failures."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+
+import pytest
+
+from hardneg.data.download import DownloadError, download, resolve_url
+from httpmirror import serve
+
+UPSTREAM = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/"
+WIKI = "wiki1m_for_simcse.txt"
+
+
+def test_resolve_url_variants(tmp_path):
+    url = UPSTREAM + WIKI
+    assert resolve_url(url, None) == url
+    assert resolve_url(url, "http://127.0.0.1:9/") == (
+        "http://127.0.0.1:9/datasets/princeton-nlp/datasets-for-simcse/resolve/main/" + WIKI
+    )
+    assert resolve_url(url, "file:///srv/m").startswith("file:///srv/m/datasets/")
+    assert resolve_url(url, str(tmp_path)) == (
+        tmp_path / "datasets/princeton-nlp/datasets-for-simcse/resolve/main" / WIKI
+    ).as_uri()
+
+
+def test_download_from_folder_mirror(tmp_path, mirror_dir):
+    src = mirror_dir / "datasets/princeton-nlp/datasets-for-simcse/resolve/main" / WIKI
+    rec = download(UPSTREAM + WIKI, tmp_path / WIKI, mirror=str(mirror_dir),
+                   manifest=tmp_path / "m.json", progress=False)
+    assert (tmp_path / WIKI).read_bytes() == src.read_bytes()
+    assert rec["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert json.loads((tmp_path / "m.json").read_text())["bytes"] == src.stat().st_size
+
+
+def test_download_over_http_with_checksum(tmp_path, mirror_dir):
+    src = mirror_dir / "datasets/princeton-nlp/datasets-for-simcse/resolve/main" / WIKI
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    with serve(mirror_dir) as (base, _):
+        rec = download(UPSTREAM + WIKI, tmp_path / WIKI, mirror=base, sha256=digest,
+                       progress=False)
+    assert rec["sha256_verified"] and rec["source"].startswith("http://127.0.0.1:")
+    assert (tmp_path / WIKI).read_bytes() == src.read_bytes()
+
+
+def test_truncated_transfer_resumes_with_range(tmp_path, mirror_dir):
+    src = mirror_dir / "datasets/princeton-nlp/datasets-for-simcse/resolve/main" / WIKI
+    path = "/datasets/princeton-nlp/datasets-for-simcse/resolve/main/" + WIKI
+    with serve(mirror_dir) as (base, handler):
+        handler.truncate_first[path] = 100_000
+        download(UPSTREAM + WIKI, tmp_path / WIKI, mirror=base, backoff_s=0, progress=False)
+        ranges = [r for p, r in handler.hits if p == path]
+    assert ranges == [None, "bytes=100000-"]  # second request resumed where the first stopped
+    assert (tmp_path / WIKI).read_bytes() == src.read_bytes()
+    assert not (tmp_path / (WIKI + ".part")).exists()
+
+
+def test_checksum_mismatch_fails_and_leaves_nothing(tmp_path, mirror_dir):
+    with serve(mirror_dir) as (base, _):
+        with pytest.raises(DownloadError, match="sha256 mismatch") as err:
+            download(UPSTREAM + WIKI, tmp_path / WIKI, mirror=base, sha256="0" * 64,
+                     retries=1, backoff_s=0, progress=False)
+    assert UPSTREAM + WIKI in str(err.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_corrupt_download_detected_by_checksum(tmp_path, mirror_dir):
+    src = mirror_dir / "datasets/princeton-nlp/datasets-for-simcse/resolve/main" / WIKI
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    path = "/datasets/princeton-nlp/datasets-for-simcse/resolve/main/" + WIKI
+    with serve(mirror_dir) as (base, handler):
+        handler.corrupt.add(path)
+        with pytest.raises(DownloadError, match="sha256 mismatch"):
+            download(UPSTREAM + WIKI, tmp_path / WIKI, mirror=base, sha256=digest,
+                     retries=0, progress=False)
+    assert not (tmp_path / WIKI).exists()
+
+
+def test_missing_file_is_not_retried(tmp_path, mirror_dir):
+    with serve(mirror_dir) as (base, handler):
+        with pytest.raises(DownloadError, match="404"):
+            download(UPSTREAM + "nope.txt", tmp_path / "nope.txt", mirror=base, retries=3,
+                     backoff_s=0, progress=False)
+        assert len(handler.hits) == 1
+
+
+def test_unreachable_mirror_names_url(tmp_path):
+    with socket.socket() as s:  # a port with nothing listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(DownloadError) as err:
+        download(UPSTREAM + WIKI, tmp_path / WIKI, mirror=f"http://127.0.0.1:{port}",
+                 retries=1, backoff_s=0, timeout_s=2, progress=False)
+    assert f"127.0.0.1:{port}" in str(err.value) and UPSTREAM + WIKI in str(err.value)
+    assert not (tmp_path / WIKI).exists()
+
+
+def test_missing_folder_mirror(tmp_path):
+    with pytest.raises(DownloadError, match="no such file in mirror"):
+        download(UPSTREAM + WIKI, tmp_path / WIKI, mirror=str(tmp_path / "empty"), progress=False)
