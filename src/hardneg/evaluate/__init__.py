@@ -1,0 +1,1 @@
+"""Evaluation: STS (SentEval/SimCSE conventions), Cont./Oppn. splits, transformation probe, plots."""

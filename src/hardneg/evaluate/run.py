@@ -1,0 +1,73 @@
+"""One evaluation run of one encoder: STS summary, per-pair predictions, Cont./Oppn. figures.
+
+Shared by the ``hardneg eval-sts`` command and the workflow's ``evaluate`` rule, so both write
+the same files from the same code.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from hardneg.data.senteval import STS_DATASETS
+from hardneg.encoders import load_encoder
+from hardneg.evaluate.splits import split_cosines, split_metrics
+from hardneg.evaluate.sts import evaluate_sts_predictions
+from hardneg.shards import read_shard, write_json_atomic, write_shard
+
+log = logging.getLogger(__name__)
+
+PREDICTION_COLUMNS = ["dataset", "split", "subset", "pair_index", "sentence1", "sentence2",
+                      "score", "cosine", "mer"]
+
+
+def evaluate_model(
+    model: str,
+    senteval_dir: str | Path,
+    out_json: str | Path,
+    *,
+    pooler: str = "avg",
+    template: str | None = None,
+    max_length: int = 128,
+    device: str | None = None,
+    batch_size: int = 128,
+    datasets: Sequence[str] = STS_DATASETS,
+    split: str = "test",
+    max_pairs: int | None = None,
+    predictions_out: str | Path | None = None,
+    splits_path: str | Path | None = None,
+    cont_oppn_out: str | Path | None = None,
+    show_progress: bool = True,
+) -> dict:
+    """Evaluate ``model`` on STS (and the Cont./Oppn. splits when ``splits_path`` is given)."""
+    t0 = time.perf_counter()
+    encoder = load_encoder(model, pooler=pooler, max_length=max_length, device=device, template=template)
+
+    def encode(sentences: list[str]):
+        return encoder.encode(sentences, batch_size=batch_size, show_progress=show_progress)
+
+    metrics, preds = evaluate_sts_predictions(encode, senteval_dir, datasets, split, max_pairs)
+    write_json_atomic(metrics, out_json)
+    log.info("STS %s: %s", split, {k: v["spearman"] for k, v in metrics.items()})
+    if predictions_out is not None:
+        write_shard(preds.select(PREDICTION_COLUMNS), predictions_out)
+    if splits_path is not None:
+        splits = read_shard(splits_path)
+        if max_pairs is not None:
+            # CI only: score just the split pairs that the subsampled STS run already encoded.
+            keys = preds.select("dataset", pl.col("split").alias("data_split"), "pair_index")
+            splits = splits.join(keys, on=["dataset", "data_split", "pair_index"], how="semi", maintain_order="left")
+        scored = split_cosines(encode, splits, preds)
+        cont = split_metrics(scored)
+        cont["model"] = {"model": model, "pooler": encoder.pooler, "template": encoder.template,
+                         "max_length": encoder.max_length, "max_pairs": max_pairs}
+        if cont_oppn_out is None:
+            raise ValueError("splits_path given without cont_oppn_out")
+        write_json_atomic(cont, cont_oppn_out)
+        log.info("Cont./Oppn. weighted: %s", cont["weighted_average"])
+    log.info("evaluated %s in %.1f s", model, time.perf_counter() - t0)
+    return metrics
