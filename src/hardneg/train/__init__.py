@@ -1,0 +1,1 @@
+"""Contrastive training: objectives, model + poolers, data joining, the trainer, export."""

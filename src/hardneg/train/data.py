@@ -1,0 +1,143 @@
+"""Training rows: the corpus shards joined by sentence ``id`` with the augmentation shards.
+
+Each objective names the augmentation columns it needs (``TrainSettings.needed_columns``); a
+shard lacking one is an error naming the column and the rule that makes it. Rows whose needed
+value is missing (the augmenter dropped them) are left out of training with a counted reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from hardneg.shards import read_shard
+
+log = logging.getLogger(__name__)
+
+# column -> (shard kind, the rule (file) that produces it)
+SOURCES: dict[str, tuple[str, str]] = {
+    "san": ("san", "the SAN augmentation rule in rules/san.smk (helper san_shard)"),
+    "negation": ("negation", "the negation rule in rules/osscse.smk (helper negation_shard)"),
+    "paraphrase": ("paraphrase", "the back-translation rule in rules/osscse.smk (helper paraphrase_shard)"),
+}
+
+
+@dataclass
+class TrainingData:
+    """Joined training rows plus the accounting of what was left out and why."""
+
+    frame: pl.DataFrame  # columns: id, text, and the needed augmentation columns
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.frame.height
+
+    def column(self, name: str) -> list[str]:
+        return self.frame[name].to_list()
+
+
+def _read(path: str | Path, columns: list[str], kind: str, rule: str | None) -> pl.DataFrame:
+    path = Path(path)
+    if not path.exists():
+        hint = f" (made by {rule})" if rule else ""
+        raise FileNotFoundError(f"{kind} shard not found: {path}{hint}")
+    import pyarrow.parquet as pq
+
+    have = set(pq.read_schema(path).names)
+    for col in columns:
+        if col not in have:
+            hint = f"; it is made by {rule}" if rule else ""
+            raise ValueError(f"{path}: column '{col}' is missing (has: {', '.join(sorted(have))}){hint}")
+    return read_shard(path, columns=columns)
+
+
+def load_training_data(
+    corpus_shards: Sequence[str | Path],
+    augment_shards: dict[str, Sequence[str | Path]] | None = None,
+    needed: Sequence[str] = (),
+    post_process: bool = False,
+) -> TrainingData:
+    """Join corpus shard i with augmentation shard i of each needed column, by ``id``.
+
+    ``augment_shards`` maps a column (``san``, ``negation``, ``paraphrase``) to its shards, in
+    the same order as ``corpus_shards``. With ``post_process`` (SAN Eq. 6 post-processing), a
+    row whose SAN negative was dropped uses its SNCSE negation instead.
+    """
+    augment_shards = augment_shards or {}
+    if not corpus_shards:
+        raise ValueError("training needs at least one corpus shard")
+    for col in needed:
+        if col not in SOURCES:
+            raise ValueError(f"unknown augmentation column {col!r} (known: {', '.join(SOURCES)})")
+        shards = augment_shards.get(col)
+        if not shards:
+            raise ValueError(f"the training objective needs column '{col}', but no shards were given; "
+                             f"they are made by {SOURCES[col][1]}")
+        if len(shards) != len(corpus_shards):
+            raise ValueError(f"{len(shards)} '{col}' shards for {len(corpus_shards)} corpus shards")
+    parts = []
+    counts: dict[str, int] = {"rows_in": 0}
+    for i, cpath in enumerate(corpus_shards):
+        frame = _read(cpath, ["id", "text"], "corpus", "rule prepare_corpus (rules/data.smk)")
+        counts["rows_in"] += frame.height
+        for col in needed:
+            kind, rule = SOURCES[col]
+            apath = augment_shards[col][i]
+            aug = _read(apath, ["id", col], kind, rule)
+            extra = aug.join(frame.select("id"), on="id", how="anti")
+            if extra.height:
+                raise ValueError(f"{apath}: {extra.height} id(s) not in corpus shard {cpath} (e.g. {extra['id'][0]}); "
+                                 f"the shard is from a different corpus: re-run {rule}")
+            missing = frame.select("id").join(aug, on="id", how="anti")
+            if missing.height:
+                raise ValueError(f"{apath}: {missing.height} corpus id(s) of {cpath} are absent (e.g. "
+                                 f"{missing['id'][0]}); every corpus row must appear: re-run {rule}")
+            frame = frame.join(aug, on="id", how="left", maintain_order="left")
+        parts.append(frame)
+    data = pl.concat(parts, how="vertical") if parts else pl.DataFrame()
+    if counts["rows_in"] == 0:
+        raise ValueError(f"the corpus shards are all empty ({len(corpus_shards)} shard(s), e.g. {corpus_shards[0]}): "
+                         f"nothing to train on")
+    if post_process and "san" in needed and "negation" in data.columns:
+        replace = data["san"].is_null() & data["negation"].is_not_null()
+        counts["san_replaced_by_negation"] = int(replace.sum())
+        data = data.with_columns(pl.when(replace).then(pl.col("negation")).otherwise(pl.col("san")).alias("san"))
+    keep = pl.Series([True] * data.height)
+    for col in needed:
+        null = data[col].is_null() | (data[col].str.strip_chars() == "")
+        counts[f"dropped_no_{col}"] = int((null & keep).sum())
+        keep = keep & ~null
+    data = data.filter(keep)
+    counts["rows_used"] = data.height
+    dropped = sum(v for k, v in counts.items() if k.startswith("dropped_"))
+    assert counts["rows_used"] + dropped == counts["rows_in"], counts  # nothing vanishes silently
+    if data.height < 2:
+        raise ValueError(f"only {data.height} usable training row(s) out of {counts['rows_in']} ({counts}): "
+                         f"in-batch negatives need at least 2")
+    log.info("training rows: %s", counts)
+    return TrainingData(frame=data.select(["id", "text", *needed]), counts=counts)
+
+
+def epoch_order(n_rows: int, seed: int, epoch: int) -> np.ndarray:
+    """The row permutation of one epoch: a pure function of (seed, epoch), so a resumed run
+    replays exactly the same batches whatever happened before."""
+    return np.random.default_rng([seed, epoch]).permutation(n_rows)
+
+
+def batches_per_epoch(n_rows: int, global_batch: int) -> int:
+    """Full global batches per epoch (the tail smaller than one batch is skipped, so every
+    step sees the same number of in-batch negatives)."""
+    return n_rows // global_batch
+
+
+def batch_rows(n_rows: int, seed: int, epoch: int, index: int, global_batch: int, rank: int, world: int) -> np.ndarray:
+    """Row indices for ``rank``'s slice of global batch ``index`` of ``epoch``."""
+    order = epoch_order(n_rows, seed, epoch)
+    g = order[index * global_batch : (index + 1) * global_batch]
+    per = global_batch // world
+    return g[rank * per : (rank + 1) * per]

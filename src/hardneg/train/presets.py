@@ -1,0 +1,86 @@
+"""Method presets with the papers' hyper-parameters (BERT-base rows).
+
+Sources: SimCSE (notes: unsupervised defaults), SAN paper Table 6 / Appendix C, SNCSE (notes),
+OssCSE Appendix A, RankCSE (notes). A preset is a partial TrainSettings; config overrides win.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hardneg.train.settings import TrainSettings
+
+_SIMCSE: dict[str, Any] = {
+    # SimCSE unsup: batch 64, lr 3e-5, max_len 32, tau 0.05, [CLS]+MLP only in training, 1 epoch
+    "pooler": "cls_before_pooler",
+    "mlp_only_train": True,
+    "batch_size": 64,
+    "lr": 3e-5,
+    "max_length": 32,
+    "temperature": 0.05,
+    "epochs": 1,
+    "eval_every": 125,
+}
+_PROMPT = {
+    # SNCSE / OssCSE: PromptBERT [MASK] representation, the two templates form the positive pair
+    "pooler": "mask",
+    "templates": ["sncse1", "sncse2"],
+    "mlp_only_train": False,
+}
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "simcse": {**_SIMCSE},
+    # SAN Table 6 (SimCSE+SAN, BERT-base): tau2 0.08, p2 0.2, HiNCE
+    "simcse_san": {**_SIMCSE, "negatives": "san", "tau2": 0.08, "san_dropout": 0.2},
+    # SNCSE BERT-base: batch 256, lr 1e-5, BML alpha 0.1 beta 0.3 weight 1e-3
+    "sncse": {
+        **_SIMCSE, **_PROMPT, "batch_size": 256, "lr": 1e-5,
+        "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
+    },
+    # SAN Eq. 4 + Table 6 (SNCSE+SAN): HiNCE with tau2 0.1, p2 0.2, + lambda*BML
+    "sncse_san": {
+        **_SIMCSE, **_PROMPT, "batch_size": 256, "lr": 1e-5,
+        "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
+        "negatives": "san", "tau2": 0.1, "san_dropout": 0.2,
+    },
+    # OssCSE Appendix A: batch 64, lr 1e-5, 2 epochs, alpha .05 beta .2 lambda 1e-3, gamma 2e-3
+    "osscse": {
+        **_SIMCSE, **_PROMPT, "batch_size": 64, "lr": 1e-5, "epochs": 2,
+        "margin_weight": 1e-3, "margin_alpha": 0.05, "margin_beta": 0.2, "recall_gamma": 2e-3,
+    },
+    # SAN Table 6 (RankCSE+SAN): HiNCE tau2 0.05, p2 0.2, ListMLE+SAN weight 0.4, post-processing;
+    # RankCSE: batch 128
+    "rankcse_san": {
+        **_SIMCSE, "batch_size": 128, "negatives": "san", "tau2": 0.05, "san_dropout": 0.2,
+        "listmle_weight": 0.4, "listmle_tau": 0.05, "post_process": True,
+    },
+}
+METHODS = tuple(PRESETS)
+
+
+def build_settings(
+    method: str,
+    init_model: str,
+    seed: int,
+    overrides: dict[str, Any] | None = None,
+    method_overrides: dict[str, Any] | None = None,
+) -> TrainSettings:
+    """Preset for ``method`` <- global ``overrides`` <- per-method ``method_overrides``."""
+    if method not in PRESETS:
+        raise ValueError(f"train method {method!r} is not a preset (known: {', '.join(METHODS)})")
+    d = copy.deepcopy(PRESETS[method])
+    d.update(copy.deepcopy(overrides or {}))
+    d.update(copy.deepcopy(method_overrides or {}))
+    d.update(method=method, init_model=init_model, seed=seed)
+    return TrainSettings.from_dict(d)
+
+
+def settings_from_config(train_cfg: dict[str, Any], method: str, seed: int,
+                         extra: dict[str, Any] | None = None) -> TrainSettings:
+    """Settings for one method x seed from the config's ``train`` section: the preset, then
+    ``train.overrides`` (every method), then ``train.presets.<method>``, then ``extra``."""
+    per_method = dict((train_cfg.get("presets") or {}).get(method) or {})
+    per_method.update(extra or {})
+    return build_settings(method, train_cfg["init_model"], int(seed),
+                          overrides=train_cfg.get("overrides"), method_overrides=per_method)
