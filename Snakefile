@@ -21,7 +21,12 @@ wildcard_constraints:
 
 include: "rules/common.smk"
 include: "rules/data.smk"
+include: "rules/evaluate.smk"
+include: "rules/probe.smk"
+include: "rules/san.smk"
 include: "rules/osscse.smk"
+include: "rules/train.smk"
+include: "rules/report.smk"
 
 
 rule all:

@@ -1,0 +1,2 @@
+"""Running the workflow elsewhere: Slurm resource checks and failure diagnosis, isolated work
+directories, ablation families run side by side."""

@@ -1,0 +1,92 @@
+"""Build the report's tables and figures from a run's result files (rule ``report_tables``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from hardneg.report import collect, render
+from hardneg.shards import write_json_atomic
+
+log = logging.getLogger(__name__)
+
+# File names in the output folder (rules/report.smk names the same ones).
+OUTPUTS = ("sts.html", "sts.png", "cont_oppn.html", "cont_oppn.png", "curves.png",
+           "augmentation.html", "benchmarks.html", "benchmarks.png", "summary.json")
+
+
+def build_report(
+    out_dir: str | Path,
+    *,
+    sts: Sequence[str | Path] = (),
+    cont_oppn: Sequence[str | Path] = (),
+    metrics: Sequence[str | Path] = (),
+    augment: Sequence[str | Path] = (),
+    bench_dir: str | Path | None = None,
+    experiment: str = "",
+    examples: int = 5,
+) -> dict[str, Path]:
+    """Write every file of ``OUTPUTS`` into ``out_dir``; return name -> path.
+
+    ``summary.json`` holds only result-derived numbers (STS mean/std, augmentation counts), so it
+    is byte-identical for identical results; benchmark timings live in the HTML/PNG only.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {name: out / name for name in OUTPUTS}
+
+    sts_rows = collect.sts_long(sts)
+    table = collect.sts_summary(sts_rows) if sts_rows.height else pl.DataFrame({"method": []})
+    per_seed = sts_rows.pivot(on="dataset", index=["method", "seed"], values="spearman") \
+        if sts_rows.height else pl.DataFrame({"method": []})
+    render.write_page(paths["sts.html"], f"STS test, experiment {experiment}", [
+        render.table_html(table, "Spearman ×100, mean ± std over seeds (SentEval 'all' for STS12-16)",
+                          "sts-summary"),
+        render.table_html(per_seed, "Per seed", "sts-per-seed"),
+    ])
+    render.plot_sts(sts_rows, paths["sts.png"])
+
+    co = collect.cont_oppn_long(cont_oppn)
+    co_table = (co.group_by("method", "group", "part").agg(pl.col("spearman").mean().round(2))
+                .pivot(on="part", index=["method", "group"], values="spearman").sort("method", "group")
+                if co.height else pl.DataFrame({"method": []}))
+    render.write_page(paths["cont_oppn.html"], "Cont./Oppn. splits (OssCSE §3.3)", [
+        render.table_html(co_table, "Spearman ×100 on the Cont. and Oppn. parts (mean over seeds)",
+                          "cont-oppn")])
+    render.plot_cont_oppn(co, paths["cont_oppn.png"])
+
+    render.plot_curves(collect.training_curves(metrics), paths["curves.png"])
+
+    stats, ex = collect.augmentation_summary(augment, examples=examples)
+    render.write_page(paths["augmentation.html"], "Augmentation", [
+        render.table_html(stats, "Rows per augmenter, status and reason (kept + dropped = corpus)",
+                          "aug-stats"),
+        render.table_html(ex, "Examples (first rows kept per augmenter)", "aug-examples"),
+    ])
+
+    bench = collect.benchmarks_table(bench_dir) if bench_dir and Path(bench_dir).exists() \
+        else pl.DataFrame(schema={"rule": pl.String, "job": pl.String, "seconds": pl.Float64,
+                                  "max_rss_mb": pl.Float64, "cpu_time_s": pl.Float64})
+    per_rule = (bench.group_by("rule").agg(pl.len().alias("jobs"), pl.col("seconds").sum(),
+                                           pl.col("max_rss_mb").max(), pl.col("cpu_time_s").sum())
+                .sort("rule"))
+    render.write_page(paths["benchmarks.html"], "Rule benchmarks (Snakemake benchmark: files)", [
+        render.table_html(per_rule, "Per rule: jobs, summed wall s, max peak RSS MB, summed CPU s",
+                          "bench-rules"),
+        render.table_html(bench, "Per job", "bench-jobs"),
+    ])
+    render.plot_benchmarks(bench, paths["benchmarks.png"])
+
+    summary = {
+        "experiment": experiment,
+        "sts": [{k: v for k, v in r.items()} for r in table.iter_rows(named=True)],
+        "augmentation": [r for r in stats.iter_rows(named=True)],
+        "runs": sorted({f"{m}/seed{s}" for m, s in sts_rows.select("method", "seed").iter_rows()}),
+    }
+    write_json_atomic(summary, paths["summary.json"])
+    log.info("report tables for %s: %d runs, %d benchmark files", experiment,
+             len(summary["runs"]), bench.height)
+    return paths

@@ -1,0 +1,157 @@
+"""Self-contained HTML tables and PNG figures for the report (no external assets: the files are
+embedded by ``snakemake --report`` and must render offline)."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import polars as pl
+
+from hardneg.shards.io import atomic_path
+
+_CSS = (
+    "body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;margin:0.5em 0}"
+    "th,td{border:1px solid #999;padding:3px 8px;text-align:right}"
+    "th{background:#dde7f3}td.l,th.l{text-align:left}caption{font-weight:bold;text-align:left}"
+)
+
+
+def table_html(frame: pl.DataFrame, caption: str, table_id: str) -> str:
+    """One <table> (first column left-aligned, numbers rounded to 2 decimals)."""
+    # Text columns left-aligned, numbers right-aligned (header follows its column).
+    text_cols = {c for c, t in frame.schema.items() if t == pl.String and c not in ("STS12",)}
+    head = "".join(
+        f'<th class="{"l" if i == 0 or c in text_cols and frame[c].str.contains("±").not_().all() else ""}">'
+        f"{html.escape(c)}</th>" for i, c in enumerate(frame.columns)
+    )
+    body = []
+    for row in frame.iter_rows():
+        cells = []
+        for i, v in enumerate(row):
+            text = "" if v is None else (f"{v:.2f}" if isinstance(v, float) else str(v))
+            cls = "l" if i == 0 or isinstance(v, str) and not text[:1].isdigit() else ""
+            cells.append(f'<td class="{cls}">{html.escape(text)}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    if not body:
+        body.append(f'<tr><td class="l" colspan="{max(1, frame.width)}">(no rows)</td></tr>')
+    return (f'<table id="{table_id}"><caption>{html.escape(caption)}</caption>'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def write_page(path: str | Path, title: str, parts: list[str]) -> Path:
+    """A standalone HTML page of the given table/paragraph snippets (written atomically)."""
+    doc = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+           f"<style>{_CSS}</style></head><body><h2>{html.escape(title)}</h2>{''.join(parts)}</body></html>\n")
+    with atomic_path(path) as tmp:
+        tmp.write_text(doc, encoding="utf-8")
+    return Path(path)
+
+
+def _figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: str | Path) -> Path:
+    # Fixed metadata: the same data give the same PNG bytes.
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
+    _figure().close(fig)
+    return Path(path)
+
+
+def _empty(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+    ax.set_axis_off()
+
+
+def plot_sts(long: pl.DataFrame, path: str | Path) -> Path:
+    """Grouped bars: Spearman ×100 per dataset and method, error bars = std over seeds."""
+    plt = _figure()
+    fig, ax = plt.subplots(figsize=(10, 4))
+    if long.height == 0:
+        _empty(ax, "no STS results")
+        return _save(fig, path)
+    agg = long.group_by("method", "dataset").agg(
+        pl.col("spearman").mean().alias("m"), pl.col("spearman").std(ddof=1).fill_null(0).alias("s"))
+    datasets = [d for d in ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark",
+                            "SICKRelatedness", "avg") if d in set(agg["dataset"])]
+    methods = sorted(set(agg["method"]), key=lambda m: (m != "baseline", m))
+    width = 0.8 / len(methods)
+    for j, method in enumerate(methods):
+        sub = {r["dataset"]: r for r in agg.filter(pl.col("method") == method).iter_rows(named=True)}
+        xs = [i + j * width for i in range(len(datasets))]
+        ax.bar(xs, [sub.get(d, {}).get("m", 0.0) for d in datasets], width,
+               yerr=[sub.get(d, {}).get("s", 0.0) for d in datasets], label=method, capsize=2)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(datasets))], datasets, rotation=20)
+    ax.set_ylabel("Spearman ×100")
+    ax.set_title("STS test (mean ± std over seeds)")
+    ax.legend(fontsize=8, ncol=min(4, len(methods)))
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_cont_oppn(long: pl.DataFrame, path: str | Path) -> Path:
+    """Cont. vs Oppn. Spearman per method (weighted average over datasets; OssCSE Table 2)."""
+    plt = _figure()
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    w = long.filter(pl.col("group") == "weighted")
+    if w.height == 0:
+        _empty(ax, "no Cont./Oppn. results")
+        return _save(fig, path)
+    agg = w.group_by("method", "part").agg(pl.col("spearman").mean().alias("m"),
+                                           pl.col("spearman").std(ddof=1).fill_null(0).alias("s"))
+    methods = sorted(set(agg["method"]), key=lambda m: (m != "baseline", m))
+    for k, part in enumerate(("cont", "oppn")):
+        sub = {r["method"]: r for r in agg.filter(pl.col("part") == part).iter_rows(named=True)}
+        ax.bar([i + k * 0.4 for i in range(len(methods))], [sub.get(m, {}).get("m", 0) for m in methods],
+               0.4, yerr=[sub.get(m, {}).get("s", 0) for m in methods], label=part.capitalize() + ".",
+               capsize=2)
+    ax.set_xticks([i + 0.2 for i in range(len(methods))], methods, rotation=20)
+    ax.set_ylabel("Spearman ×100")
+    ax.set_title("Cont./Oppn. (weighted average)")
+    ax.legend()
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_curves(curves: pl.DataFrame, path: str | Path) -> Path:
+    """Training loss and STS-B dev Spearman against step, one line per method/seed."""
+    plt = _figure()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.5))
+    if curves.height == 0:
+        _empty(ax1, "no training curves")
+        _empty(ax2, "")
+        return _save(fig, path)
+    for (method, seed), sub in curves.sort("step").group_by(["method", "seed"], maintain_order=True):
+        tr = sub.filter((pl.col("kind") == "train") & pl.col("loss").is_not_null())
+        ev = sub.filter((pl.col("kind") == "eval") & pl.col("stsb_dev").is_not_null())
+        ax1.plot(tr["step"], tr["loss"], label=f"{method}/s{seed}")
+        ax2.plot(ev["step"], ev["stsb_dev"], "o-", label=f"{method}/s{seed}")
+    ax1.set(xlabel="step", ylabel="loss", title="training loss")
+    ax2.set(xlabel="step", ylabel="Spearman ×100", title="STS-B dev (model selection)")
+    ax1.legend(fontsize=7)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_benchmarks(bench: pl.DataFrame, path: str | Path) -> Path:
+    """Wall time and peak memory per rule (summed / max over the rule's jobs)."""
+    plt = _figure()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.5))
+    if bench.height == 0:
+        _empty(ax1, "no benchmark files")
+        _empty(ax2, "")
+        return _save(fig, path)
+    agg = bench.group_by("rule").agg(pl.col("seconds").sum(), pl.col("max_rss_mb").max()).sort("rule")
+    ax1.barh(agg["rule"], agg["seconds"].fill_null(0))
+    ax1.set(xlabel="wall seconds (sum over jobs)", title="time per rule")
+    ax2.barh(agg["rule"], agg["max_rss_mb"].fill_null(0), color="tab:orange")
+    ax2.set(xlabel="peak RSS MB (max over jobs)", title="memory per rule")
+    fig.tight_layout()
+    return _save(fig, path)

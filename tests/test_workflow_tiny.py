@@ -1,0 +1,255 @@
+"""The tiny experiment end to end, once locally (module fixture), then:
+- `snakemake --report` renders in headless Chromium with the STS table and the plots visible;
+- the same workflow through `--profile profiles/slurm` on a real one-node Slurm cluster
+  (tools/slurm/start.sh) gives byte-identical Parquet/JSON outputs; daemons always stopped;
+- a request the cluster lacks is named by `hardneg slurm-check` and, at submission, by the
+  workflow's own error hint (which rule, how to resume)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import random
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hardneg.cluster.workdir import link_workflow, output_files
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SNAKEMAKE = str(BIN / "snakemake")
+TINY = ["--configfile", "config.yaml", "experiments/tiny.yaml"]
+CHROMIUM = "/usr/bin/chromium"
+
+pytestmark = pytest.mark.integration
+
+
+def run(cmd: list[str], cwd: Path, env: dict | None = None, limit: int = 900,
+        ok: bool = True) -> subprocess.CompletedProcess:
+    # snakemake ignores SIGTERM while it waits on cluster jobs: timeout -k kills it for sure.
+    proc = subprocess.run(["timeout", "-k", "10", str(limit), *cmd], cwd=cwd, env=env,
+                          capture_output=True, text=True, check=False)
+    if ok:
+        assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout[-2000:]}\n{proc.stderr[-6000:]}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def tiny_local(tmp_path_factory) -> Path:
+    # Developers iterating on the report/Slurm checks may point at a finished tiny run.
+    if os.environ.get("HARDNEG_TINY_WORKDIR"):
+        return Path(os.environ["HARDNEG_TINY_WORKDIR"])
+    wd = link_workflow(REPO, tmp_path_factory.mktemp("tiny-local") / "main")
+    run([SNAKEMAKE, *TINY, "--cores", "2"], wd, limit=1800)
+    return wd
+
+
+# --- the HTML report -----------------------------------------------------------------------
+
+def _chromium(args: list[str], tmp: Path, limit: int = 120) -> subprocess.CompletedProcess:
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+           f"--user-data-dir={tmp / 'chromium-profile'}", *args]
+    return subprocess.run(["timeout", "-k", "5", str(limit), *cmd], capture_output=True, text=True, check=False)
+
+
+def _ink(png: Path, box: tuple[int, int, int, int] | None = None) -> float:
+    """Share of clearly non-white pixels (in ``box``): blank pages score ~0."""
+    from PIL import Image
+
+    img = Image.open(png).convert("L")
+    if box:
+        img = img.crop(box)
+    hist = img.histogram()
+    return sum(hist[:200]) / (img.width * img.height)
+
+
+def _show(report: Path, out: Path, suffix: str, kind: str, category: str) -> Path:
+    """A copy of the report that opens one of its own results in its viewer (as a click would)."""
+    script = (
+        "<script>setTimeout(function(){var k=Object.keys(results).find(function(p){return p.endsWith("
+        f"'{suffix}')}});app.showCategory('{category}');app.setView({{content:'{kind}',"
+        "contentPath:results[k].data_uri,resultPath:k});},200);</script>"
+    )
+    return _inject(report.read_text(encoding="utf-8"), script, out)
+
+
+def _inject(html: str, script: str, out: Path) -> Path:
+    # The last </body>: the report's embedded JS holds the string "</body>" too.
+    i = html.rindex("</body>")
+    out.write_text(html[:i] + script + html[i:], encoding="utf-8")
+    return out
+
+
+def test_report_renders_tables_and_plots_in_chromium(tiny_local, tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian chromium is needed (tools/install.sh installs it)")
+    run([SNAKEMAKE, *TINY, "--report", "report.html"], tiny_local, limit=300)
+    report = tiny_local / "report.html"
+    html = report.read_text(encoding="utf-8")
+    for category in ("1. STS", "2. Cont./Oppn.", "3. Training", "4. Augmentation", "5. Benchmarks"):
+        assert category in html, category
+    # The embedded STS table (a data URI inside the report) holds every method's row.
+    sts_html = None
+    for b64 in re.findall(r"data:text/html[^,]*;base64,([A-Za-z0-9+/=]+)", html):
+        text = base64.b64decode(b64).decode("utf-8", "replace")
+        if 'id="sts-summary"' in text:
+            sts_html = text
+    assert sts_html, "sts.html is not embedded in the report"
+    for method in ("baseline", "simcse", "simcse_san"):
+        assert f">{method}<" in sts_html, method
+    assert "±" in sts_html
+
+    # The report app itself renders (JS executed: the DOM has the navigation with our categories).
+    dom = _chromium(["--virtual-time-budget=5000", "--dump-dom", report.as_uri()], tmp_path)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "1. STS" in dom.stdout and "5. Benchmarks" in dom.stdout, dom.stdout[:2000]
+
+    # Screenshots: the report's viewer showing our table and plots; each must carry ink in the
+    # content area (right of the navbar), unlike the same viewer with nothing loaded.
+    views = {
+        "sts_table": ("/sts.html", "html", "1. STS"),
+        "sts_plot": ("/sts.png", "img", "1. STS"),
+        "cont_oppn": ("/cont_oppn.png", "img", "2. Cont./Oppn."),
+        "curves": ("/curves.png", "img", "3. Training"),
+        "benchmarks": ("/benchmarks.png", "img", "5. Benchmarks"),
+    }
+    ink = {}
+    for name, (suffix, kind, cat) in views.items():
+        page = _show(report, tmp_path / f"{name}.html", suffix, kind, cat)
+        shot = tmp_path / f"{name}.png"
+        res = _chromium(["--virtual-time-budget=5000", "--window-size=1400,900",
+                         f"--screenshot={shot}", page.as_uri()], tmp_path)
+        assert res.returncode == 0 and shot.exists(), res.stderr[-2000:]
+        ink[name] = _ink(shot, (450, 80, 1400, 900))
+    blank = tmp_path / "blank.png"
+    empty = tmp_path / "empty.html"
+    _inject(html, "<script>setTimeout(function(){app.setView({content:'text',contentText:' '});},200);"
+            "</script>", empty)
+    _chromium(["--virtual-time-budget=5000", "--window-size=1400,900", f"--screenshot={blank}",
+               empty.as_uri()], tmp_path)
+    base = _ink(blank, (450, 80, 1400, 900))
+    for name, value in ink.items():
+        assert value > base + 0.01, f"{name}: screenshot content looks blank ({value:.4f} vs {base:.4f})"
+
+
+_TIMING = re.compile(r"(seconds|_s|per_s|time|elapsed)$")
+
+
+def _untimed(path: str, data: bytes):
+    """JSON/JSONL with timing keys removed (they differ between any two runs); other bytes as is."""
+    import json
+
+    def strip(obj):
+        if isinstance(obj, dict):
+            return {k: strip(v) for k, v in obj.items() if not _TIMING.search(k)}
+        if isinstance(obj, list):
+            return [strip(v) for v in obj]
+        return obj
+
+    if path.endswith(".json"):
+        return strip(json.loads(data))
+    if path.endswith(".jsonl"):
+        return [strip(json.loads(x)) for x in data.splitlines() if x.strip()]
+    return data
+
+
+# --- Slurm --------------------------------------------------------------------------------
+
+def _free_port_pair() -> int:
+    for _ in range(50):
+        port = random.randint(20000, 40000)
+        free = True
+        for p in (port, port + 1):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p))
+                except OSError:
+                    free = False
+        if free:
+            return port
+    raise RuntimeError("no free port pair for slurmctld/slurmd")
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster(tmp_path_factory):
+    """A real Slurm cluster (munged, slurmctld, slurmd) on 127.0.0.1; always stopped."""
+    if os.geteuid() != 0 or shutil.which("slurmctld") is None:
+        pytest.fail("the slurm tests need root and Debian slurm-wlm + munge (tools/install.sh)")
+    state = tmp_path_factory.mktemp("slurm")
+    env = dict(os.environ, HARDNEG_SLURM_DIR=str(state), HARDNEG_SLURM_PORT=str(_free_port_pair()),
+               HARDNEG_SLURM_MAXTIME="30", PATH=f"{BIN}:{os.environ['PATH']}")
+    start = subprocess.run(["timeout", "-k", "5", "90", "bash", str(REPO / "tools/slurm/start.sh")],
+                           env=env, capture_output=True, text=True, check=False)
+    try:
+        assert start.returncode == 0, start.stderr
+        assert start.stdout.strip() == f"export SLURM_CONF={state}/etc/slurm.conf"
+        env["SLURM_CONF"] = f"{state}/etc/slurm.conf"
+        again = subprocess.run(["bash", str(REPO / "tools/slurm/start.sh")], env=env,
+                               capture_output=True, text=True, timeout=60, check=False)
+        assert again.returncode == 0 and again.stdout == start.stdout  # idempotent
+        yield env
+    finally:
+        subprocess.run(["bash", str(REPO / "tools/slurm/stop.sh"), "--purge"], env=env, timeout=60, check=False)
+        for name in ("slurmctld.pid", "slurmd.pid", "munged.pid"):
+            assert not (state / "run" / name).exists()
+
+
+def slurm_test_args(workdir: Path, env: dict, mem_mb: int = 800, runtime: int = 20) -> list[str]:
+    """Every rule's requests scaled down to the one-node test cluster (2 CPUs), and `train`
+    asking for a GPU (the node advertises placeholder GPUs) so the --gpus path runs too."""
+    names = sorted({r for smk in (workdir / "rules").glob("*.smk")
+                    for r in re.findall(r"^rule (\w+):", smk.read_text(), flags=re.MULTILINE)})
+    sets = [f"{r}:{k}={v}" for r in names
+            for k, v in (("mem_mb", mem_mb), ("runtime", runtime), ("cpus_per_task", 1))]
+    if "train" in names:
+        sets.append("train:gpu=1")
+    return ["--slurm-init-seconds-before-status-checks", "2", "--slurm-no-account",
+            "--default-resources", "slurm_partition=debug", f"mem_mb={mem_mb}", f"runtime={runtime}",
+            "cpus_per_task=1", "--set-resources", *sets]
+
+
+@pytest.mark.slurm
+def test_tiny_workflow_on_slurm_equals_local(tiny_local, slurm_cluster, tmp_path):
+    remote = link_workflow(REPO, tmp_path / "main")
+    # Unscaled, the paper-scale requests do not fit this 2-CPU node: the pre-flight check says so.
+    check = run([str(BIN / "hardneg"), "slurm-check", "--snakemake", " ".join(TINY)], remote,
+                slurm_cluster, limit=180, ok=False)
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert re.search(r"rule \w+: cpus_per_task=\d+ but partition 'debug' offers at most 2", check.stdout)
+
+    proc = run([SNAKEMAKE, *TINY, "--profile", "profiles/slurm", *slurm_test_args(remote, slurm_cluster)],
+               remote, slurm_cluster, limit=1800)
+    log = proc.stdout + proc.stderr
+    submitted = set(re.findall(r"rule_(\w+)/", log))
+    assert "has been submitted with SLURM jobid" in log and "train" in submitted, log[-3000:]
+    assert "download" not in submitted  # localrules stay on the submit host
+
+    a, b = output_files(tiny_local), output_files(remote)
+    a = {k: v for k, v in a.items() if not k.startswith("results/report/")}  # timings inside
+    b = {k: v for k, v in b.items() if not k.startswith("results/report/")}
+    assert sorted(a) == sorted(b)
+    deterministic = [p for p in a if p.endswith((".parquet", ".json", ".jsonl"))]
+    assert len(deterministic) > 10
+    # Parquet byte for byte; JSON byte for byte once wall-clock fields (seconds, sent/s) go.
+    differ = [p for p in deterministic if _untimed(p, a[p]) != _untimed(p, b[p])]
+    assert not differ, f"outputs differ between local and Slurm runs: {differ}"
+    assert (Path(remote) / "results/report/tiny/summary.json").read_bytes() == \
+        (Path(tiny_local) / "results/report/tiny/summary.json").read_bytes()
+
+    # A resource the cluster lacks, at submission: sbatch refuses; the workflow names the rule
+    # and says how to resume.
+    bad = run([SNAKEMAKE, *TINY, "--profile", "profiles/slurm", *slurm_test_args(remote, slurm_cluster),
+               "prepare_corpus:mem_mb=99999999", "--forcerun", "prepare_corpus", "--until",
+               "prepare_corpus"], remote, slurm_cluster, limit=300, ok=False)
+    text = bad.stdout + bad.stderr
+    assert bad.returncode != 0
+    assert "hardneg: what failed and how to resume" in text, text[-3000:]
+    assert re.search(r"rule prepare_corpus was rejected by sbatch", text), text[-3000:]
+    assert "Resume: re-run the same snakemake command" in text
