@@ -34,6 +34,22 @@ def _pooling_config(dim: int, mode: str) -> dict[str, Any]:
     return cfg
 
 
+def _stateless_copy(tokenizer):
+    """A copy of ``tokenizer`` without the truncation/padding state its last call left behind.
+
+    A fast tokenizer serialises that state into tokenizer.json, so without this the exported
+    bytes would depend on which batch was encoded last (and differ between local and Slurm runs).
+    """
+    import copy
+
+    clean = copy.deepcopy(tokenizer)
+    backend = getattr(clean, "backend_tokenizer", None)
+    if backend is not None:
+        backend.no_truncation()
+        backend.no_padding()
+    return clean
+
+
 def export_sentence_transformers(
     backbone: torch.nn.Module,
     tokenizer,
@@ -47,7 +63,7 @@ def export_sentence_transformers(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     backbone.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
+    _stateless_copy(tokenizer).save_pretrained(out)
     dim = int(backbone.config.hidden_size)
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
