@@ -19,7 +19,7 @@ quick: install
 	$(SNAKEMAKE) $(QUICK) --cores $(CORES) --rerun-incomplete
 
 test: install
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=15
 
 test-fast: install
 	$(VENV)/bin/pytest -q -m "not integration and not slurm"

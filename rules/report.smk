@@ -45,7 +45,8 @@ onerror:
     from hardneg.cluster.slurm import diagnose_log
 
     try:
-        _lines = diagnose_log(Path(log).read_text(errors="replace"))
+        _log = log[0] if isinstance(log, (list, tuple)) else log  # Snakemake 9 passes a list
+        _lines = diagnose_log(Path(_log).read_text(errors="replace"))
     except OSError:
         _lines = []
     if _lines:

@@ -76,6 +76,13 @@ def test_lint_and_full_dag_dry_runs(tmp_path):
     assert lint.returncode == 0, lint.stdout[-3000:] + lint.stderr[-3000:]
     for configs in ([], ["--configfile", str(ROOT / "config.yaml"),
                          str(ROOT / "experiments" / "quick.yaml")], CONFIGS):
-        dry = smk(tmp_path, *configs, "-n", "--quiet", "rules")
+        # In the repository itself: configs name ../shared paths relative to it, as users run it.
+        dry = subprocess.run([*SNAKEMAKE, *configs, "-n", "--forceall", "--nolock", "--quiet",
+                              "rules"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert dry.returncode == 0, dry.stderr[-3000:]
-        assert "prepare_corpus" in dry.stdout + dry.stderr
+        planned = dry.stdout + dry.stderr
+        for rule in ("download", "prepare_corpus", "lexicon", "san", "negate", "backtranslate",
+                     "select_paraphrase", "train", "evaluate", "cont_oppn_splits", "probe",
+                     "report_tables"):
+            assert rule in planned, f"{rule} missing from the planned DAG"

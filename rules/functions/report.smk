@@ -1,7 +1,7 @@
 # Helpers and settings for rules/report.smk (kept apart: Snakemake's lint wants
 # functions out of files with rules).
 
-report: "../workflow/report/workflow.rst"
+report: "../../workflow/report/workflow.rst"
 
 
 def _runs():
