@@ -30,6 +30,14 @@ def _figure():
     return plt
 
 
+def _save(plt, fig, out: str | Path) -> Path:
+    """Write ``fig`` as PNG atomically (no software/date metadata, so bytes are stable)."""
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return Path(out)
+
+
 def plot_cont_oppn(cont_oppn: Mapping, out: str | Path, title: str = "") -> Path:
     """Grouped bars: Spearman x100 on Cont. and Oppn. of every source + the weighted average."""
     plt = _figure()
@@ -46,10 +54,7 @@ def plot_cont_oppn(cont_oppn: Mapping, out: str | Path, title: str = "") -> Path
     ax.set_title(title or "Cont./Oppn. splits")
     ax.legend()
     fig.tight_layout()
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return Path(out)
+    return _save(plt, fig, out)
 
 
 def plot_hard_pairs(curves: Mapping[str, pl.DataFrame], out: str | Path, bins: int = 25) -> Path:
@@ -68,7 +73,4 @@ def plot_hard_pairs(curves: Mapping[str, pl.DataFrame], out: str | Path, bins: i
     ax.set_title("gold >= 4 and lexical overlap < 0.6")
     ax.legend()
     fig.tight_layout()
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return Path(out)
+    return _save(plt, fig, out)
