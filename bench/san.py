@@ -3,6 +3,8 @@ sentence at a time (the naive way), same model, same masks, same machine, one ru
 
     .venv/bin/python bench/san.py                      # MiniLM-sized MLM on CPU (default)
     .venv/bin/python bench/san.py --model bert-base    # a bert-base-sized MLM (random weights)
+    .venv/bin/python bench/san.py --model results/mlm/<corpus>/boot-<hash> --out bench/results/san-bootstrap.md
+                                                       # the quick experiment's trained MLM
 
 Prints a markdown table and writes it to bench/results/san.md (or --out).
 Unit: sentences per second per mask-predict iteration.
@@ -41,16 +43,18 @@ def load_model(name: str, device: str):
     return tok, model.eval().to(device)
 
 
-def naive_iteration(fill, tok, seqs, masks) -> tuple[list[np.ndarray], float]:
+def naive_iteration(fill, tok, seqs, masks) -> tuple[list[np.ndarray], float, list[bool]]:
     """The fill-mask pipeline, one sentence at a time: build the masked string, run the pipeline,
-    put the top prediction of each [MASK] back (what a straightforward script does)."""
-    out = []
+    put the top prediction of each [MASK] back (what a straightforward script does). Also returns,
+    per sentence, whether that string re-tokenizes to exactly the masked ids (checked untimed)."""
+    out, strings = [], []
     t0 = time.perf_counter()
     for ids, m in zip(seqs, masks):
         new = ids.copy()
         pos = np.flatnonzero(m)
+        masked = ids.copy()
+        text = None
         if len(pos):
-            masked = ids.copy()
             masked[pos] = tok.mask_token_id
             text = tok.decode(masked[1:-1].tolist())
             res = fill(text, top_k=1)
@@ -59,14 +63,38 @@ def naive_iteration(fill, tok, seqs, masks) -> tuple[list[np.ndarray], float]:
             for p, r in zip(pos, res):
                 new[p] = r[0]["token"]
         out.append(new)
-    return out, time.perf_counter() - t0
+        strings.append((text, masked))
+    seconds = time.perf_counter() - t0
+    exact = [t is None or tok(t)["input_ids"] == m.tolist() for t, m in strings]
+    return out, seconds, exact
+
+
+def agreement(a: list[np.ndarray], b: list[np.ndarray], masks: list[list[int]]) -> float:
+    """Share of masked positions where two runs predicted the same token."""
+    same = [x[p] == y[p] for x, y, m in zip(a, b, masks) for p in m]
+    return float(np.mean(same)) if same else float("nan")
+
+
+def timed_run(pred, seqs, sids, iterations: int, device: str):
+    """K chained iterations over every sentence: (seconds, iteration-1 outputs, iteration-1 masks)."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    cur, first, first_masks = seqs, None, None
+    for it in range(1, iterations + 1):
+        cur, masked = pred.iterate(cur, sids, it)
+        if it == 1:
+            first, first_masks = cur, masked
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0, first, first_masks
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="minilm", help="minilm | bert-base | a hub id or folder")
-    ap.add_argument("--sentences", type=int, default=1024, help="sentences for the batched run")
-    ap.add_argument("--naive-sentences", type=int, default=64, help="sentences for the naive run")
+    ap.add_argument("--sentences", type=int, default=4096, help="sentences for the batched runs (half a shard chunk)")
+    ap.add_argument("--naive-sentences", type=int, default=128, help="sentences for the naive run, spread evenly over the set")
     ap.add_argument("--iterations", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
@@ -89,57 +117,63 @@ def main() -> None:
     texts = lines[: args.sentences]
     seqs = [np.asarray(s[:128]) for s in tok(texts)["input_ids"]]
     sids = np.arange(len(seqs))
-    cfg = SanConfig(batch_size=args.batch_size, iterations=args.iterations, seed=0)
-    pred = MaskPredictor(model, tok, lex["mask_prob"].to_numpy(), cfg)
+    probs = lex["mask_prob"].to_numpy()
 
-    # Batched: K chained iterations over every sentence.
-    if device == "cuda":
-        torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    cur = seqs
-    first_masks = None
-    for it in range(1, args.iterations + 1):
-        cur, masked = pred.iterate(cur, sids, it)
-        if it == 1:
-            first_masks = masked
-    if device == "cuda":
-        torch.cuda.synchronize()
-    fast_s = time.perf_counter() - t0
-    fast_rate = len(seqs) * args.iterations / fast_s
+    def predictor(precision: str) -> MaskPredictor:
+        return MaskPredictor(model, tok, probs, SanConfig(batch_size=args.batch_size, iterations=args.iterations, seed=0, precision=precision))
 
-    # Naive: the same first-iteration masks, fill-mask pipeline one sentence at a time.
+    # Batched: K chained iterations over every sentence, fp32 then bf16 (same masks: same seed).
+    fp32_s, fp32_first, first_masks = timed_run(predictor("fp32"), seqs, sids, args.iterations, device)
+    bf16_s, bf16_first, _ = timed_run(predictor("bf16"), seqs, sids, args.iterations, device)
+    bf16_agree = agreement(fp32_first, bf16_first, first_masks)
+
+    # Naive: the same first-iteration masks, fill-mask pipeline one sentence at a time, on
+    # sentences spread evenly over the set (so their lengths are representative).
     n = min(args.naive_sentences, len(seqs))
+    pick = np.linspace(0, len(seqs) - 1, n).round().astype(int)
     masks = []
-    for ids, pos in zip(seqs[:n], first_masks[:n]):
-        m = np.zeros(len(ids), dtype=bool)
-        m[pos] = True
+    for i in pick:
+        m = np.zeros(len(seqs[i]), dtype=bool)
+        m[first_masks[i]] = True
         masks.append(m)
     fill = pipeline("fill-mask", model=model, tokenizer=tok, device=0 if device == "cuda" else -1)
-    naive_iteration(fill, tok, seqs[:4], masks[:4])  # warm-up
-    _, naive_s = naive_iteration(fill, tok, seqs[:n], masks)
+    naive_iteration(fill, tok, [seqs[i] for i in pick[:4]], masks[:4])  # warm-up
+    naive_out, naive_s, exact = naive_iteration(fill, tok, [seqs[i] for i in pick], masks)
     naive_rate = n / naive_s
+    # where the pipeline saw exactly our masked ids and its top-1 is not the masked token itself
+    # (we forbid the original; the pipeline does not), it must equal our fp32 argmax
+    checked = [(o[p] == fp32_first[i][p]) for o, i, ok in zip(naive_out, pick, exact) if ok
+               for p in first_masks[i] if o[p] != seqs[i][p]]
+    naive_agree = float(np.mean(checked)) if checked else float("nan")
 
     # The same sentences through the batched path, one iteration (a like-for-like check).
+    same = predictor("fp32")
     t0 = time.perf_counter()
-    pred.iterate(seqs[:n], sids[:n], 1)
+    same.iterate([seqs[i] for i in pick], sids[pick], 1)
     same_s = time.perf_counter() - t0
 
     params = sum(p.numel() for p in model.parameters()) / 1e6
     dev_name = torch.cuda.get_device_name() if device == "cuda" else f"{platform.processor() or 'cpu'}, {args.threads} threads"
+    k = args.iterations
     rows = [
-        ("fill-mask pipeline, one sentence at a time (naive)", n, 1, naive_s, naive_rate, 1.0),
-        (f"MaskPredictor, same {n} sentences, 1 iteration", n, 1, same_s, n / same_s, (n / same_s) / naive_rate),
-        (f"MaskPredictor, batch {args.batch_size}, {args.iterations} chained iterations", len(seqs), args.iterations, fast_s, fast_rate, fast_rate / naive_rate),
+        ("fill-mask pipeline, one sentence at a time (naive), fp32", n, 1, naive_s, naive_rate, "-"),
+        (f"MaskPredictor fp32, the same {n} sentences, 1 iteration", n, 1, same_s, n / same_s, "-"),
+        (f"MaskPredictor fp32, batch {args.batch_size}, {k} chained iterations", len(seqs), k, fp32_s, len(seqs) * k / fp32_s, "reference"),
+        (f"MaskPredictor bf16, batch {args.batch_size}, {k} chained iterations", len(seqs), k, bf16_s, len(seqs) * k / bf16_s, f"{100 * bf16_agree:.1f}%"),
     ]
     table = [
         f"SAN mask-predict, model `{args.model}` ({params:.1f}M params), device {device} ({dev_name}); "
-        f"wiki1m sentences of >= 5 words, mean {np.mean([len(s) for s in seqs]):.1f} word pieces; "
+        f"wiki1m sentences of >= 5 words, mean {np.mean([len(s) for s in seqs]):.1f} word pieces "
+        f"(naive sample: {np.mean([len(seqs[i]) for i in pick]):.1f}); "
         f"lexicon (isolation, {len(lex)} ids) built in {lexicon_s:.1f} s.",
         "",
-        "| method | sentences | iterations | seconds | sentences/s per iteration | speed-up |",
-        "|---|---|---|---|---|---|",
+        "| method | sentences | iterations | seconds | sentences/s per iteration | speed-up | iteration-1 tokens equal to fp32 |",
+        "|---|---|---|---|---|---|---|",
     ]
-    table += [f"| {m} | {s} | {k} | {t:.2f} | {r:.1f} | {x:.1f}x |" for m, s, k, t, r, x in rows]
+    table += [f"| {m} | {s} | {k_} | {t:.2f} | {r:.1f} | {r / naive_rate:.1f}x | {a} |" for m, s, k_, t, r, a in rows]
+    table += ["", f"Check: in the {sum(exact)} of {n} naive sentences whose masked string re-tokenizes to exactly the masked ids, "
+              f"where the pipeline's top-1 is not the masked token itself ({len(checked)} positions), "
+              f"it equals MaskPredictor fp32's argmax at {100 * naive_agree:.1f}% of them."]
     text = "\n".join(table) + "\n"
     print(text)
     out = Path(args.out)

@@ -158,3 +158,25 @@ def test_bad_config_and_input_files(tmp_path, lexicon_path, tiny_mlm_dir):
     pl.DataFrame({"id": [1], "sentence": ["x"]}).write_parquet(bad)
     with pytest.raises(ValueError, match="missing text"):
         augment_shard(bad, tmp_path / "o.parquet", str(tiny_mlm_dir), lexicon_path, SanConfig(), progress=False)
+
+
+def test_bf16_precision_is_recorded_deterministic_and_leaves_the_model_alone(tmp_path, corpus, lexicon_path, tiny_mlm_dir, mlm, mask_prob):
+    tok, model = mlm
+    assert MaskPredictor(model, tok, mask_prob, SanConfig()).precision == "fp32"  # auto on CPU
+    with pytest.raises(ValueError, match="san.precision"):
+        SanConfig(precision="half")
+    pred = MaskPredictor(model, tok, mask_prob, SanConfig(precision="bf16"))
+    assert pred.precision == "bf16"
+    dtypes = {p.dtype for p in model.parameters()}
+    assert dtypes == {torch.float32}  # the caller's model is not cast; the predictor holds a copy
+    assert {m.weight.dtype for m in pred.model.modules() if isinstance(m, torch.nn.Linear)} == {torch.bfloat16}
+    path, frame = corpus
+    digests, stats = set(), None
+    for bs in (1, 64):
+        out = tmp_path / f"bf16-{bs}.parquet"
+        stats = augment_shard(path, out, str(tiny_mlm_dir), lexicon_path, SanConfig(batch_size=bs, seed=2, precision="bf16"), device="cpu", progress=False)
+        digests.add(hashlib.sha256(out.read_bytes()).hexdigest())
+    assert len(digests) == 1 and stats["precision"] == "bf16" and stats["device"] == "cpu"
+    fp32 = _frame(mlm, mask_prob, frame, seed=2)
+    bf16 = pl.read_parquet(tmp_path / "bf16-1.parquet")
+    assert fp32["masked1"].to_list() == bf16["masked1"].to_list()  # masks do not depend on precision

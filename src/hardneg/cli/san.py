@@ -16,7 +16,7 @@ def _san(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in {
         "iterations": args.iterations, "batch_size": args.batch_size, "seed": args.seed,
         "decoding": args.decoding, "temperature": args.temperature, "top_k": args.top_k,
-        "replace": args.replace, "max_length": args.max_length,
+        "replace": args.replace, "max_length": args.max_length, "precision": args.precision,
     }.items() if v is not None}  # fmt: skip
     if args.retokenize:
         overrides["retokenize"] = True
@@ -94,6 +94,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-length", type=int)
     p.add_argument("--retokenize", action="store_true", help="decode + re-tokenize between iterations (reference code)")
     p.add_argument("--allow-original", action="store_true", help="allow predicting the masked token itself")
+    p.add_argument("--precision", choices=["auto", "fp32", "bf16"],
+                   help="auto (default): bf16 autocast on CUDA, fp32 on CPU")
     p.add_argument("--device")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("-q", "--quiet", action="store_true")
