@@ -416,6 +416,7 @@ def augment_shard(
     tokenizer, model = load_mlm(mlm, device=device)
     lexicon = load_lexicon(lexicon_path, tokenizer=tokenizer, mlm_name=f"san.mlm '{mlm}'")
     predictor = MaskPredictor(model, tokenizer, lexicon.get_column("mask_prob").to_numpy(), cfg)
+    del model  # the predictor holds what it runs (a bf16 copy when precision is bf16)
     negation = None
     if cfg.quality.postprocess == "negation":
         if negation_path is None:
