@@ -17,7 +17,6 @@ Sentences are wiki1m lines from ../shared/mirror; hypotheses for MER are perturb
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import sys
@@ -33,6 +32,7 @@ import torch
 from hardneg.augment.bt_apertium import ApertiumTranslator
 from hardneg.augment.bt_transformers import TransformersTranslator
 from hardneg.augment.negation import NegationConfig, load_nlp, negate_doc, negate_texts
+from hardneg.models.tiny_fsmt import build_tiny_fsmt
 from hardneg.text import mer_batch
 
 WIKI = (
@@ -81,28 +81,6 @@ def timed(fn):
 
 LAST_CPU = 0.0
 LOAD0 = 0.0
-
-
-def tiny_fsmt(d: Path) -> str:
-    from transformers import FSMTConfig, FSMTForConditionalGeneration, FSMTTokenizer
-
-    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
-    for ch in "abcdefghijklmnopqrstuvwxyz.,'":
-        vocab.setdefault(ch, len(vocab))
-        vocab.setdefault(ch + "</w>", len(vocab))
-    for name in ("vocab-src.json", "vocab-tgt.json"):
-        (d / name).write_text(json.dumps(vocab))
-    (d / "merges.txt").write_text("")
-    tok = FSMTTokenizer(langs=["en", "de"], src_vocab_file=str(d / "vocab-src.json"),
-                        tgt_vocab_file=str(d / "vocab-tgt.json"), merges_file=str(d / "merges.txt"))  # fmt: skip
-    cfg = FSMTConfig(langs=["en", "de"], src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), d_model=64,
-                     encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
-                     encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=512, pad_token_id=1,
-                     bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)  # fmt: skip
-    torch.manual_seed(0)
-    FSMTForConditionalGeneration(cfg).save_pretrained(d)
-    tok.save_pretrained(d)
-    return str(d)
 
 
 def main() -> None:
@@ -206,7 +184,7 @@ def main() -> None:
     )
 
     with tempfile.TemporaryDirectory() as d:
-        model = tiny_fsmt(Path(d))
+        model = build_tiny_fsmt(d, d_model=64, layers=2, heads=4, ffn=128, max_positions=512)
         nmt_texts = wiki_lines(args.nmt, max_chars=120)
         kw = {"num_beams": 4, "max_new_tokens": 32, "max_input_tokens": 200, "device": "cpu"}
         fast = TransformersTranslator(batch_size=32, **kw)

@@ -3,7 +3,6 @@ transformers (a tiny FSMT model built in code: batching, order, beams, out-of-me
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 
@@ -14,6 +13,7 @@ import torch
 from hardneg.augment.backtranslate import backtranslate_frame, parse_pivots
 from hardneg.augment.bt_apertium import ApertiumTranslator
 from hardneg.augment.bt_transformers import TransformersTranslator
+from hardneg.models.tiny_fsmt import build_tiny_fsmt
 
 SPA = {"name": "spa", "forward": "eng-spa", "backward": "spa-eng"}
 
@@ -143,32 +143,7 @@ def test_pivot_config_errors():
 @pytest.fixture(scope="module")
 def tiny_fsmt(tmp_path_factory) -> str:
     """A tiny randomly initialised FSMT model (character vocabulary), saved like a hub model."""
-    from transformers import FSMTConfig, FSMTForConditionalGeneration, FSMTTokenizer
-
-    d = tmp_path_factory.mktemp("tiny-fsmt")
-    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
-    for ch in "abcdefghijklmnopqrstuvwxyz.,'":
-        vocab.setdefault(ch, len(vocab))
-        vocab.setdefault(ch + "</w>", len(vocab))
-    for name in ("vocab-src.json", "vocab-tgt.json"):
-        (d / name).write_text(json.dumps(vocab))
-    (d / "merges.txt").write_text("")
-    tok = FSMTTokenizer(
-        langs=["en", "de"],
-        src_vocab_file=str(d / "vocab-src.json"),
-        tgt_vocab_file=str(d / "vocab-tgt.json"),
-        merges_file=str(d / "merges.txt"),
-    )
-    cfg = FSMTConfig(
-        langs=["en", "de"], src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), d_model=32,
-        encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
-        encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=128, pad_token_id=1,
-        bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, init_std=0.5, scale_embedding=True,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    FSMTForConditionalGeneration(cfg).save_pretrained(d)
-    tok.save_pretrained(d)
-    return str(d)
+    return build_tiny_fsmt(tmp_path_factory.mktemp("tiny-fsmt"), init_std=0.5, scale_embedding=True)
 
 
 TEXTS = [
