@@ -29,7 +29,7 @@ def _teacher_model(method, seed, experiment, i, t):
         raise WorkflowError(f"train (method {method}): train setting 'teachers[{i}]': method {t['method']!r} is "
                             f"not a preset (known: {', '.join(TRAIN_METHODS)})")
     exp = experiment or config["experiment"]
-    model = TRAIN_DIR.format(experiment=exp, method=t["method"], seed=t.get("seed", seed)) + "/model"
+    model = f"{TRAIN_DIR}/model".format(experiment=exp, method=t["method"], seed=t.get("seed", seed))
     return {**t, "model": model}
 
 
