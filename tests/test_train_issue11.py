@@ -250,6 +250,8 @@ def test_teacher_bad_input_names_the_setting(tiny_mlm_dir, tmp_path):
         load_teachers(specs(other), student, 32, torch.device("cpu"))
     with pytest.raises(ValueError, match=r"train setting 'teachers'.*'model'.*'method'"):
         preset("rankcse_san", teachers=[{"weight": 1.0}])
+    with pytest.raises(ValueError, match=r"train setting 'teachers'.*teachers\[0\]: template"):
+        preset("rankcse_san", teachers=[{"model": "x", "pooler": "mask", "template": "{sentence} means ."}])
 
 
 def test_teacher_pooler_comes_from_its_export(tmp_path, tiny_mlm_dir):

@@ -197,6 +197,13 @@ class TrainSettings:
                     bad("teachers", f"{where}: weight must be a number > 0")
                 if t.get("pooler") is not None and t["pooler"] not in POOLERS:
                     bad("teachers", f"{where}: pooler must be one of {', '.join(POOLERS)}")
+                if t.get("template") is not None:
+                    from hardneg.encoders.templates import get_template
+
+                    try:
+                        get_template(t["template"])
+                    except ValueError as exc:
+                        bad("teachers", f"{where}: template: {exc}")
                 if t.get("method") == self.method:
                     bad("teachers", f"{where}: a method cannot be its own teacher")
         if self.needs_teacher() and not self.teachers and not self.allow_untrained_teacher:
