@@ -97,7 +97,7 @@ def load_training_data(
     augment_shards: dict[str, Sequence[str | Path]] | None = None,
     needed: Sequence[str] = (),
     post_process: bool = False,
-    failed: str = "drop",
+    failed: str = "keep",
     negation_rules: str | None = None,
 ) -> TrainingData:
     """Join corpus shard i with augmentation shard i of each needed column, by ``id``.
