@@ -106,7 +106,7 @@ def test_contract_columns_and_bad_input(mlm, mask_prob, corpus):
 
 def test_only_masked_positions_change_and_never_to_themselves(mlm, mask_prob):
     tok, model = mlm
-    pred = MaskPredictor(model, tok, mask_prob, SanConfig(seed=1))
+    pred = MaskPredictor(model, tok, mask_prob, SanConfig(seed=1, forbid_original=True))
     enc = tok(SENTENCES[0])["input_ids"]
     seqs = [np.asarray(enc)] * 5
     new, masked = pred.iterate(seqs, np.arange(5), iteration=1)
@@ -116,6 +116,24 @@ def test_only_masked_positions_change_and_never_to_themselves(mlm, mask_prob):
         assert n[0] == tok.cls_token_id and n[-1] == tok.sep_token_id
     # masks differ between sentence ids (seeded per sentence), the first iteration masks something
     assert len({tuple(m) for m in masked}) > 1
+
+
+def test_default_is_plain_argmax_at_masked_positions(mlm, mask_prob):
+    """SAN §3.1 / reference: argmax over the vocabulary (specials aside), the token itself allowed."""
+    tok, model = mlm
+    pred = MaskPredictor(model, tok, mask_prob, SanConfig(seed=1))
+    assert not pred.cfg.forbid_original
+    seqs = [np.asarray(tok(s)["input_ids"]) for s in SENTENCES[:4]]
+    new, masked = pred.iterate(seqs, np.arange(4), iteration=1)
+    assert any(masked)
+    for s, n, m in zip(seqs, new, masked):
+        assert np.flatnonzero(s != n).tolist() == [i for i in m if s[i] != n[i]]  # only masked move
+        inp = torch.as_tensor(s).clone()
+        inp[m] = tok.mask_token_id
+        with torch.no_grad():
+            logits = model(input_ids=inp[None]).logits[0].float()
+        logits[:, pred.forbidden.cpu()] = float("-inf")
+        assert n[m].tolist() == logits[m].argmax(-1).tolist()
 
 
 def test_replace_all_reproduces_reference_defect(mlm, mask_prob):

@@ -55,7 +55,9 @@ class SanConfig:
     temperature: float = 1.0
     top_k: int | None = None  # sampling: restrict to the k most likely tokens
     replace: str = "masked"  # "all" reproduces the reference code (argmax at every position)
-    forbid_original: bool = True  # a masked token may not be predicted as itself
+    # SAN §3.1 and the reference take the plain argmax, which may return the masked token itself;
+    # True forbids that (hardneg's earlier default; measured effect: docs/san.md)
+    forbid_original: bool = False
     retokenize: bool = False  # True: decode + re-tokenize between iterations (reference code)
     max_length: int = 128  # word pieces incl. [CLS]/[SEP]; longer inputs truncated (recorded)
     max_chars: int | None = None  # reference code cut text to 300 characters
