@@ -198,3 +198,30 @@ def test_bf16_precision_is_recorded_deterministic_and_leaves_the_model_alone(tmp
     fp32 = _frame(mlm, mask_prob, frame, seed=2)
     bf16 = pl.read_parquet(tmp_path / "bf16-1.parquet")
     assert fp32["masked1"].to_list() == bf16["masked1"].to_list()  # masks do not depend on precision
+
+
+def test_reference_clean_up_knobs():
+    """max_chars 300 + the reference's period rule (last char not in string.punctuation)."""
+    from hardneg.augment.san import _prepare_text
+
+    ref = SanConfig(max_chars=300, append_period=True)
+    assert _prepare_text("A b c", ref) == "A b c."
+    assert _prepare_text("A b (c)", ref) == "A b (c)"  # ")" is punctuation to the reference
+    assert _prepare_text("x" * 400, ref) == "x" * 300 + "."
+    assert _prepare_text("A b c", SanConfig()) == "A b c"
+
+
+def test_reference_overlay_sets_every_reference_knob():
+    """experiments/reference/san.yaml validates and yields the reference code's SanConfig."""
+    from pathlib import Path
+
+    from hardneg.config import load_config
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = load_config([root / "config.yaml", root / "experiments/reference/san.yaml"])["san"]
+    run = {k: v for k, v in cfg.items() if k not in ("mlm", "chunk_rows", "threads", "gpus")}
+    san = SanConfig.from_dict(run)
+    assert (san.replace, san.retokenize, san.max_chars, san.append_period) == ("all", True, 300, True)
+    assert not san.forbid_original and san.decoding == "argmax" and san.iterations == 4
+    q = san.quality
+    assert (q.min_words, q.reject_identical, q.postprocess) == (0, False, "none")
