@@ -4,7 +4,8 @@ which may give back the masked token itself; ``forbid_original: true`` forbids t
 Per mask-predict iteration, for both settings on the same sentences, masks and model:
 MER of the iteration's text to the input (``hardneg.text.mer``), the share of masked positions
 whose token changed, the share of sentences whose text equals the input; and, through
-``augment_frame`` with the default quality filter, how many rows are dropped and why.
+``augment_frame`` with the default quality filter, how many rows are dropped and why; and the
+same sentences through ``experiments/reference/san.yaml`` (MER per iteration).
 
     .venv/bin/python bench/san_forbid.py --mlm results/mlm/<corpus>/boot-<hash> \\
         --lexicon results/lexicon/<...>.parquet --n 300 --out bench/results/san-forbid.md
@@ -58,6 +59,26 @@ def measure(tok, model, mask_prob, texts: list[str], forbid: bool, seed: int) ->
     return {"forbid": forbid, "iterations": rows, "dropped": dict(reasons.iter_rows())}
 
 
+def measure_reference(tok, model, mask_prob, texts: list[str], seed: int) -> list[str]:
+    """The same sentences through experiments/reference/san.yaml's settings (replace all,
+    retokenize, 300 characters, final period, no forbid, no quality filter)."""
+    from hardneg.config import load_config
+
+    raw = load_config([ROOT / "config.yaml", ROOT / "experiments/reference/san.yaml"])["san"]
+    run = {k: v for k, v in raw.items() if k not in ("mlm", "chunk_rows", "threads", "gpus")}
+    cfg = SanConfig.from_dict({**run, "seed": seed})
+    frame = pl.DataFrame({"id": list(range(len(texts))), "text": texts})
+    shard = augment_frame(frame, MaskPredictor(model, tok, mask_prob, cfg))
+    ok = shard.filter(pl.col("status") == "ok")
+    out = []
+    for it in range(1, cfg.iterations + 1):
+        m = float(np.mean([mer(a, b) for a, b in zip(ok["iter0"], ok[f"iter{it}"])]))
+        same = float(np.mean([a == b for a, b in zip(ok["iter0"], ok[f"iter{it}"])]))
+        out.append(f"| reference overlay | {it} | – | – | {m:.3f} | {same:.1%} |")
+    out.append(f"| reference overlay | rows kept | {ok.height}/{shard.height} | | | |")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mlm", required=True, help="masked LM (folder, hub id or package:NAME)")
@@ -87,6 +108,7 @@ def main() -> None:
                 f"| {r['mer_to_input']:.3f} | {r['identical_share']:.1%} |"
             )
         drops.append(f"forbid_original {str(forbid).lower()}: dropped by the default quality filter {res['dropped'] or 'none'}")
+    out += measure_reference(tok, model, mask_prob, texts, args.seed)
     text = "\n".join(out + [""] + drops) + "\n"
     print(text)
     if args.out:
