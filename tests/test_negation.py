@@ -48,7 +48,8 @@ def sncse_reference(doc) -> str:
             words[t.i] = t.text + " not"
             return " ".join(words)
         if t.dep_ == "ROOT":
-            forms = "am is was are were can could will would shall should may must might".split()
+            forms = {"am", "is", "was", "are", "were", "can", "could", "will", "would"}
+            forms |= {"shall", "should", "may", "must", "might"}
             do = {"VBP": "do", "VBZ": "does", "VBD": "did"}
             if t.text.lower() in forms:
                 words[t.i] = t.text + " not"
@@ -104,7 +105,14 @@ def test_sncse_joined_spacing_and_strip(nlp):
 
 
 def test_sncse_keeps_every_line(nlp, sncse):
-    texts = ["", None, "Он пошёл домой.", "word " * 300, "Is he here?", "Ich bin nicht da heute abend."]
+    texts = [
+        "",
+        None,
+        "Он пошёл домой.",
+        "word " * 300,
+        "Is he here?",
+        "Ich bin nicht da heute abend.",
+    ]
     res = negate_texts(texts, sncse, nlp=nlp)
     assert [r.status for r in res] == ["dropped", "dropped", "ok", "ok", "ok", "ok"]
     assert [r.reason for r in res[:2]] == ["empty", "empty"]
@@ -194,9 +202,7 @@ def test_fallback_prefix_and_drop(nlp, cfg):
 
 
 def test_already_negated_skip_and_questions_drop(nlp):
-    skip = NegationConfig(
-        spacy_model=MODEL, rules="root", already_negated="skip", questions="drop"
-    )
+    skip = NegationConfig(spacy_model=MODEL, rules="root", already_negated="skip", questions="drop")
     res = negate_texts(["I do not like it.", "Is he here?", "He runs."], skip, nlp=nlp)
     assert [(r.status, r.reason) for r in res] == [
         ("dropped", "already negated"),

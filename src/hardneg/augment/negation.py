@@ -68,7 +68,9 @@ class NegationConfig:
     spacy_model: str = "en_core_web_sm"
     rules: str = "sncse"  # sncse (SNCSE convert_to_negation) | root (hardneg's ROOT variant)
     extra_negators: tuple[str, ...] = ()  # words removed like "not" (OssCSE App. B: never, neither)
-    spacing: str = "original"  # original (token whitespace kept) | joined (SNCSE " ".join, byte-exact)
+    spacing: str = (
+        "original"  # original (token whitespace kept) | joined (SNCSE " ".join, byte-exact)
+    )
     already_negated: str = "remove"  # root: remove the "not" (SNCSE) | skip
     fallback: str = "prefix"  # root: prefix (SNCSE "Not ...") | drop
     questions: str = "negate"  # root: negate | drop
@@ -101,7 +103,9 @@ class NegationConfig:
             ("questions", ("negate", "drop")),
         ):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"negation.{name}: {getattr(self, name)!r} is not one of {allowed}")
+                raise ValueError(
+                    f"negation.{name}: {getattr(self, name)!r} is not one of {allowed}"
+                )
         if self.batch_size < 1 or self.n_process < 1 or self.max_chars < 1:
             raise ValueError("negation: batch_size, n_process and max_chars must be >= 1")
         if self.rules == "sncse":
@@ -141,7 +145,9 @@ class _Edit:
     replace: dict[int, tuple[str, str]] = field(default_factory=dict)
     insert_after: dict[int, str] = field(default_factory=dict)
     delete: set[int] = field(default_factory=set)
-    pad: set[int] = field(default_factory=set)  # replaced by words: keep them apart from glued neighbours
+    pad: set[int] = field(
+        default_factory=set
+    )  # replaced by words: keep them apart from glued neighbours
 
 
 def load_nlp(model: str):

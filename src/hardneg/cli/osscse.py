@@ -122,7 +122,9 @@ def register(subparsers) -> None:
         help="sncse: SNCSE's convert_to_negation (default); root: hardneg's ROOT variant",
     )
     p.add_argument(
-        "--extra-negators", default="", help="comma-separated words removed like 'not' (OssCSE: never,neither)"
+        "--extra-negators",
+        default="",
+        help="comma-separated words removed like 'not' (OssCSE: never,neither)",
     )
     p.add_argument(
         "--spacing",
@@ -130,7 +132,9 @@ def register(subparsers) -> None:
         default="original",
         help="sncse: keep the text's spacing, or join tokens with spaces as the reference does",
     )
-    p.add_argument("--already-negated", choices=("remove", "skip"), default="remove", help="root only")
+    p.add_argument(
+        "--already-negated", choices=("remove", "skip"), default="remove", help="root only"
+    )
     p.add_argument("--fallback", choices=("prefix", "drop"), default="prefix", help="root only")
     p.add_argument("--questions", choices=("negate", "drop"), default="negate", help="root only")
     p.add_argument(
