@@ -12,6 +12,7 @@ from hardneg.augment.negation import (
     negate_doc,
     negate_frame,
     negate_texts,
+    shard_provenance,
     summarize,
 )
 from hardneg.shards import write_shard
@@ -326,3 +327,15 @@ def test_inspect_renders_negation_shard(nlp, cfg, tmp_path):
     assert "negation rules:" in text and "do_support" in text
     assert "They [did not go] home." in text
     assert "dropped: empty" in text
+
+
+def test_shard_provenance(tmp_path):
+    shard = tmp_path / "shard-000.parquet"
+    with pytest.raises(FileNotFoundError, match="no sidecar"):
+        shard_provenance(shard)
+    (tmp_path / "shard-000.json").write_text('{"rows": 3}')
+    with pytest.raises(ValueError, match="records no 'rules'"):
+        shard_provenance(shard)
+    meta = NegationConfig(rules="root").provenance() | {"rows": 3}
+    (tmp_path / "shard-000.json").write_text(__import__("json").dumps(meta))
+    assert shard_provenance(shard)["rules"] == "root"

@@ -31,9 +31,11 @@ negation to remove, in both modes. Edits are made on spaCy token offsets and eac
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -417,6 +419,26 @@ def summarize(frame: pl.DataFrame) -> dict[str, Any]:
         "rule": counts("rule"),
         "reason": counts("reason"),
     }
+
+
+def shard_provenance(shard: str | Path) -> dict[str, Any]:
+    """The sidecar JSON of a negation shard (``shard-NNN.json``: ``rules``, ``extra_negators``,
+    ``spacing``, ``spacy_model``, counts). A shard written before issue 11 has no ``rules``."""
+    side = Path(shard).with_suffix(".json")
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"negation shard {shard}: no sidecar {side} (which rules made it?)"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"negation shard sidecar {side}: not JSON ({exc})") from None
+    if "rules" not in meta:
+        raise ValueError(
+            f"negation shard {shard}: its sidecar {side} records no 'rules' (made before "
+            "negation.rules existed); re-run the negate rule"
+        )
+    return meta
 
 
 def _register() -> None:
