@@ -50,7 +50,6 @@ DO_FORMS = {"VBZ": "does", "VBP": "do", "VBD": "did"}
 # SNCSE's special_words, split by the rule name we record (the reference treats them alike).
 SNCSE_COPULAS = ("am", "is", "was", "are", "were")
 SNCSE_MODALS = ("can", "could", "will", "would", "shall", "should", "may", "must", "might")
-OSSCSE_NEGATORS = ("never", "neither")  # OssCSE Appendix B, Example 2 (ii)
 # spaCy splits contractions: "can't" -> "ca" + "n't"; dropping "n't" must restore the full word.
 _CONTRACTION_STEMS = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
 # Settings that only rules: root reads, with their defaults (sncse has no drop filters).
@@ -147,9 +146,8 @@ class _Edit:
     replace: dict[int, tuple[str, str]] = field(default_factory=dict)
     insert_after: dict[int, str] = field(default_factory=dict)
     delete: set[int] = field(default_factory=set)
-    pad: set[int] = field(
-        default_factory=set
-    )  # replaced by words: keep them apart from glued neighbours
+    # tokens replaced by words ("does not be"): kept apart from glued neighbours
+    pad: set[int] = field(default_factory=set)
 
 
 def load_nlp(model: str):
