@@ -60,6 +60,27 @@ class TrainSettings:
     teacher_model: str | None = None  # None: the initial model
     teacher_pooler: str = "avg"
     post_process: bool = False  # replace dropped SAN negatives by the SNCSE negation
+    # issue 12 (hardneg.train.newmethods): HNCSE positive / hard negative mixing
+    hncse: str = "none"  # none | pm (HNCSE-PM, §3.1) | hnm (HNCSE-HNM, §3.2)
+    hncse_pm_margin: float = 0.1  # authors' code: mix also when (s_p - s_n)/s_p <= 0.1
+    hncse_pm_single: bool = False  # Table 5 HNCSE-PM_single: mix only where s_n >= s_p
+    hncse_top_k: int = 10  # authors' code: K hard negatives per anchor
+    hncse_mixes: int = 40  # authors' code: s synthetic negatives per anchor
+    hncse_mix_alpha: float | None = None  # None: Eq. 8 adaptive; 1.0 = HNCSE-HNM_single
+    # HiCL: segments of L sentence tokens, alpha * local + (1 - alpha) * global
+    hicl: bool = False
+    hicl_alpha: float = 0.15
+    hicl_segment_length: int = 32
+    hicl_max_tokens: int = 512  # sequence truncation (HiCL A.1: 512), not max_length
+    # SynCSE: projection head, k pool negatives above delta, weighted NT-Xent (Eq. 5-7)
+    syncse: bool = False
+    syncse_negatives: int = 4
+    syncse_delta: float = 0.6
+    syncse_refresh_every: int = 1000
+    syncse_pool_size: int | None = None  # None: the whole training corpus
+    syncse_in_batch: bool = True
+    syncse_weights: str = "alignment"
+    syncse_projection_dropout: float = 0.1
     # model selection on STS-B dev (null: all 1500 pairs; an integer subsamples: CI only)
     dev_max_pairs: int | None = None
     # bookkeeping
@@ -119,6 +140,9 @@ class TrainSettings:
                 bad(name, "must be >= 0")
         if self.listmle_weight > 0 and self.negatives != "san":
             bad("listmle_weight", "ListMLE+SAN needs negatives: san")
+        from hardneg.train.newmethods import validate as validate_issue12
+
+        validate_issue12(self, bad)
 
     # ----- which augmentation columns the objectives read -----
     def needed_columns(self) -> list[str]:

@@ -25,6 +25,8 @@ from tqdm.auto import tqdm
 from hardneg.shards import atomic_path, write_json_atomic
 from hardneg.train import distributed as D
 from hardneg.train.data import TrainingData, batch_rows, batches_per_epoch, load_training_data
+from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
+from hardneg.train.hicl_views import hicl_views
 from hardneg.train.model import ContrastiveEncoder, dropout_rate
 from hardneg.train.objectives import (
     BidirectionalMargin,
@@ -61,9 +63,12 @@ class StepModel(nn.Module):
         self.t1, self.t2 = t[0], t[1]
 
     def forward(self, texts: list[str], extra: dict[str, list[str]]) -> dict[str, torch.Tensor]:
+        if self.s.hicl:  # HiCL: segments encoded separately, views aggregated (issue 12)
+            return hicl_views(self.encoder, texts, extra, self.t1, self.t2, self.s.hicl_segment_length,
+                              self.s.hicl_max_tokens)
         p = self.encoder.prompt
         groups = [("anchor", p.ids(texts, self.t1)), ("positive", p.ids(texts, self.t2))]
-        for col in ("negation", "paraphrase"):
+        for col in ("negation", "paraphrase", "syncse"):
             if col in extra:
                 groups.append((col, p.ids(extra[col], self.t1)))
         rows = [r for _, g in groups for r in g]
@@ -90,6 +95,7 @@ class Objective(nn.Module):
         self.bml = BidirectionalMargin(s.bml_alpha, s.bml_beta) if s.bml_weight > 0 else None
         self.margin = TwoWayMaxMargin(s.margin_alpha, s.margin_beta) if s.margin_weight > 0 else None
         self.listmle = ListMLESAN(s.listmle_tau) if s.listmle_weight > 0 else None
+        self.methods = newmethods.NewMethodTerms.build(s)  # HNCSE / HiCL / SynCSE term, else None
         # recall loss over the backbone's weights (the pretrained model's parameters, OssCSE Eq. 4)
         self.recall_params = [p for p in encoder.backbone.parameters() if p.requires_grad]
         self.recall = (RecallLoss([(n, p) for n, p in encoder.backbone.named_parameters() if p.requires_grad],
@@ -106,6 +112,8 @@ class Objective(nn.Module):
         if self.s.negatives == "san":
             gs = D.gather_with_grad(emb["san"], info)
             parts["hince"] = self.contrast(g1, g2, gs)
+        elif self.methods is not None:  # issue 12: the first part replaces InfoNCE
+            parts.update(self.methods(emb, g1, g2, info))
         else:
             parts["infonce"] = self.contrast(g1, g2)
         global_terms = parts[next(iter(parts))]
@@ -250,6 +258,7 @@ def train(
              s.method, s.seed, len(data), global_batch, s.batch_size, info.world_size, total_steps, n_batches)
 
     encoder = ContrastiveEncoder.from_pretrained(s.init_model, s.pooler, s.max_length, s.mlp_only_train, s.dropout)
+    newmethods.install_projection(encoder, s)  # SynCSE's projection head (else no-op)
     encoder.to(device).train()
     max_pos = getattr(encoder.backbone.config, "max_position_embeddings", None) or s.eval_max_length
     eval_len = min(s.eval_max_length, int(max_pos))
@@ -347,6 +356,7 @@ def train(
     texts_all = frame["text"].to_list()
     extra_all = {c: frame[c].to_list() for c in cols if c in ("san", "negation", "paraphrase")}
     teacher_texts = "san" in extra_all and teacher is not None
+    neg_index = newmethods.build_index(s, texts_all)  # SynCSE's corpus-pool index (else None)
     bar = tqdm(total=total_steps, initial=step, desc=f"train {s.method}", unit="step",
                disable=not (s.show_progress and info.is_main))
     t_last, n_sent = time.perf_counter(), 0
@@ -356,6 +366,8 @@ def train(
         rows = batch_rows(len(data), s.seed, epoch, index, global_batch, info.rank, info.world_size)
         texts = [texts_all[i] for i in rows]
         extra = {c: [v[i] for i in rows] for c, v in extra_all.items()}
+        if neg_index is not None:
+            extra["syncse"] = neg_index.negatives(encoder, rows, step, info)
         teacher_sims = None
         if teacher_texts:
             with torch.no_grad():
@@ -411,6 +423,7 @@ def train(
     bar.close()
 
     summary: dict[str, Any] = {}
+    method_fallbacks = newmethods.fallbacks(objective.methods, neg_index, info)  # every rank (all-reduce)
     if info.is_main:
         if best_step is not None and (work / "best.pt").exists():
             encoder.load_state_dict(torch.load(work / "best.pt", weights_only=True))
@@ -421,6 +434,8 @@ def train(
             "best_step": best_step if best_step is not None else total_steps,
             "stsb_dev": final_dev, "data": data.counts, "settings": s.to_dict(), "fingerprint": fp,
         }
+        if method_fallbacks:
+            summary["fallbacks"] = method_fallbacks
         from hardneg.train.export import export_sentence_transformers
 
         export_sentence_transformers(
