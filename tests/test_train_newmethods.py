@@ -317,3 +317,50 @@ def test_every_issue12_preset_trains_and_reports_fallbacks(tmp_path, tiny_mlm_di
         assert fb["hncse_hnm_topk_clipped"] == 2 * 4  # K 10 > batch 4: every row, both steps
     if method == "syncse":
         assert fb["syncse_k_used"] == 4 and set(fb) >= {"syncse_below_delta", "syncse_pool_too_small"}
+
+
+def _ddp_worker(rank, world, port, s, corpus, out):
+    import os
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
+    torch.set_num_threads(1)
+    import torch.distributed as dist
+
+    from hardneg.train.trainer import train
+
+    try:
+        train(s, corpus, out)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+@pytest.mark.integration  # ~40 s on 2 cores (two spawned processes)
+def test_hicl_ddp_two_processes_matches_single_process(tmp_path, tiny_mlm_dir, corpus):
+    """HiCL's segments differ in number per rank: the padded gather must still give the
+    single-process global batch (no dropout: 2 ranks x 2 == 1 x 4), fallback counts summed."""
+    import socket
+
+    import torch.multiprocessing as mp
+    from safetensors.torch import load_file
+
+    from hardneg.train.presets import build_settings
+    from hardneg.train.trainer import train
+
+    def s(bs):
+        return build_settings("hicl_simcse", str(tiny_mlm_dir), seed=3, overrides={
+            "batch_size": bs, "max_steps": 2, "eval_every": 100, "checkpoint_every": 100, "show_progress": False,
+            "lr": 1e-3, "dropout": 0.0, "hicl_segment_length": 8})
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    mp.spawn(_ddp_worker, args=(2, port, s(2), corpus["corpus"], str(tmp_path / "ddp")), nprocs=2, join=True)
+    single = train(s(4), corpus["corpus"], tmp_path / "single")
+    ddp = json.loads((tmp_path / "ddp" / "summary.json").read_text())
+    assert ddp["fallbacks"] == single["fallbacks"]
+    a = load_file(str(tmp_path / "ddp" / "model" / "model.safetensors"))
+    b = load_file(str(tmp_path / "single" / "model" / "model.safetensors"))
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=1e-4, atol=1e-5, msg=k)
