@@ -65,7 +65,7 @@ def main() -> None:
         texts = sentences(n, args.batch, enc.tokenizer)
         whole_tok = PromptTokenizer(enc.tokenizer, n)
 
-        def whole(grad: bool) -> None:
+        def whole(grad: bool, texts=texts, whole_tok=whole_tok) -> None:
             ids = whole_tok.ids(texts)
             batch = whole_tok.pad(ids + ids)  # anchor + positive views
             with torch.set_grad_enabled(grad):
@@ -73,15 +73,15 @@ def main() -> None:
                 if grad:
                     v.sum().backward()
 
-        def hicl(grad: bool) -> None:
+        def hicl(grad: bool, texts=texts) -> None:
             with torch.set_grad_enabled(grad):
                 out = hicl_views(enc, texts, {}, None, None, args.segment, 512)
                 if grad:
                     (out["anchor"].sum() + out["positive"].sum()).backward()
 
         for mode, grad in (("train step (fwd+bwd)", True), ("forward only", False)):
-            tw = timed(lambda: whole(grad), args.reps)
-            th = timed(lambda: hicl(grad), args.reps)
+            tw = timed(lambda g=grad: whole(g), args.reps)
+            th = timed(lambda g=grad: hicl(g), args.reps)
             segs = 1 + (n - 2 - 1) // args.segment
             rows.append((n, mode, segs, args.batch / tw, args.batch / th, tw / th))
             print(rows[-1], flush=True)
@@ -90,9 +90,9 @@ def main() -> None:
     lines = [
         "## HiCL segment encoding vs whole sequence (bench/hicl.py)",
         "",
-        f"all-MiniLM-L6-v2 (package), CPU, 1 torch thread, batch {args.batch} sentences x 2 dropout views, "
-        f"CPU seconds of this process (mean of {args.reps} runs after a warm-up); segments of L = {args.segment} sentence tokens "
-        f"(+ [CLS]/[SEP]). Load average at the end: {load:.1f} (shared 2-core machine; CPU time, so comparable).",
+        (f"all-MiniLM-L6-v2 (package), CPU, 1 torch thread, batch {args.batch} sentences x 2 dropout views, "
+         f"CPU seconds of this process (mean of {args.reps} runs after a warm-up); segments of L = {args.segment} sentence tokens "
+         f"(+ [CLS]/[SEP]). Load average at the end: {load:.1f} (shared 2-core machine; CPU time, so comparable)."),
         "",
         "| tokens per sentence | work | segments per sentence | whole sequence sent/CPU-s | HiCL segments sent/CPU-s | speed-up |",
         "|---:|---|---:|---:|---:|---:|",

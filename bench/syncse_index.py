@@ -73,7 +73,7 @@ def query_rows(pools: list[int], dims: list[int]) -> list[tuple]:
             et, qt = torch.from_numpy(e), torch.from_numpy(q)
             gen = torch.Generator().manual_seed(0)
 
-            def torch_query() -> torch.Tensor:
+            def torch_query(qt=qt, et=et, gen=gen) -> torch.Tensor:
                 sims = qt @ et.T
                 above = sims > DELTA
                 enough = above.sum(1) >= K
@@ -87,8 +87,8 @@ def query_rows(pools: list[int], dims: list[int]) -> list[tuple]:
                 t0 = time.process_time()
                 index.add(e)
                 build = time.process_time() - t0
-                rows.append((d, p, "faiss IndexFlatIP.search top-k", cpu(lambda: index.search(q, K)), build))
-                rows.append((d, p, "faiss IndexFlatIP.range_search > delta", cpu(lambda: index.range_search(q, DELTA)),
+                rows.append((d, p, "faiss IndexFlatIP.search top-k", cpu(lambda i=index, q=q: i.search(q, K)), build))
+                rows.append((d, p, "faiss IndexFlatIP.range_search > delta", cpu(lambda i=index, q=q: i.range_search(q, DELTA)),
                              build))
                 # same neighbours: faiss top-k == torch top-k of the similarities
                 _, fi = index.search(q, K)
@@ -115,16 +115,16 @@ def main() -> None:
     lines = [
         "## SynCSE negative index (bench/syncse_index.py)",
         "",
-        f"CPU seconds of this process, 1 thread. Refresh measured on {args.refresh_pool:,} wiki1m sentences with "
+        (f"CPU seconds of this process, 1 thread. Refresh measured on {args.refresh_pool:,} wiki1m sentences with "
         f"all-MiniLM-L6-v2 (max_length 32, batches of 256, no grad): {t_sent * 1e3:.2f} ms/sentence, so "
         f"T_refresh(1M) = 1e6 x {t_sent * 1e3:.2f} ms = {t_sent * 1e6 / 60:.1f} CPU-min per refresh; "
         f"one epoch of {args.steps:,} steps refreshing every {args.refresh_every} steps does {n_ref} refreshes = "
         f"{n_ref * t_sent * 1e6 / 3600:.1f} CPU-h (a GPU divides this by its encoding speed-up; bert-base costs "
-        f"~4x MiniLM per sentence).",
+        f"~4x MiniLM per sentence)."),
         "",
-        f"Query: B = {B} anchors, k = {K}, delta = {DELTA}, random unit vectors; 1M column = the time at "
+        (f"Query: B = {B} anchors, k = {K}, delta = {DELTA}, random unit vectors; 1M column = the time at "
         f"P = {big:,} x 1e6 / {big:,} (exact search is linear in P). Memory for 1M vectors: "
-        f"{1e6 * 384 * 4 / 2**30:.1f} GiB (d 384) / {1e6 * 768 * 4 / 2**30:.1f} GiB (d 768) in fp32.",
+        f"{1e6 * 384 * 4 / 2**30:.1f} GiB (d 384) / {1e6 * 768 * 4 / 2**30:.1f} GiB (d 768) in fp32."),
         "",
         "| d | pool P | method | query ms (B=64) | build s | query ms extrapolated to 1M |",
         "|---:|---:|---|---:|---:|---:|",

@@ -68,8 +68,9 @@ class NegativeIndex:
                 for i in range(0, len(texts), self.encode_batch)]
         return F.normalize(torch.cat(vecs), dim=-1)
 
-    def refresh(self, encoder, info: D.DistInfo = D.DistInfo()) -> None:
+    def refresh(self, encoder, info: D.DistInfo | None = None) -> None:
         """Re-encode the pool with the current weights (dropout off); DDP ranks share the work."""
+        info = info or D.DistInfo()
         was_training = encoder.training
         encoder.eval()
         try:
@@ -120,8 +121,9 @@ class NegativeIndex:
             self.counts.add("syncse_pool_too_small", sims.shape[0])
         return score.topk(k, dim=1).indices
 
-    def negatives(self, encoder, rows: np.ndarray, step: int, info: D.DistInfo = D.DistInfo()) -> list[str]:
+    def negatives(self, encoder, rows: np.ndarray, step: int, info: D.DistInfo | None = None) -> list[str]:
         """The k negative sentences of each anchor row, row-major ([B * k] texts)."""
+        info = info or D.DistInfo()
         block = step // self.refresh_every  # refreshes at steps 0, N, 2N, ... (and on a resume)
         if self.emb is None or block != self.block:
             self.refresh(encoder, info)

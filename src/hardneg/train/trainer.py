@@ -24,8 +24,8 @@ from tqdm.auto import tqdm
 
 from hardneg.shards import atomic_path, write_json_atomic
 from hardneg.train import distributed as D
-from hardneg.train.data import TrainingData, batch_rows, batches_per_epoch, load_training_data
 from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
+from hardneg.train.data import TrainingData, batch_rows, batches_per_epoch, load_training_data
 from hardneg.train.hicl_views import hicl_views
 from hardneg.train.model import ContrastiveEncoder, dropout_rate
 from hardneg.train.objectives import (
