@@ -160,6 +160,15 @@ def test_segments_concatenate_to_the_sequence_and_carry_the_prompt(bert_tokenize
         assert r[1 : 1 + len(pre)] == pre and r[-1 - len(suf) : -1] == suf and len(r) == 2 + len(pre) + len(suf) + n
 
 
+def test_segment_longer_than_the_model_is_a_setting_error(tiny_mlm_dir):
+    from hardneg.train.hicl_views import hicl_views
+    from hardneg.train.model import ContrastiveEncoder
+
+    enc = ContrastiveEncoder.from_pretrained(str(tiny_mlm_dir), "avg", 32, mlp=False)  # 128 positions
+    with pytest.raises(ValueError, match="'hicl_segment_length' \\(200\\)"):
+        hicl_views(enc, [" ".join(["word"] * 300)], {}, None, None, 200, 512)
+
+
 def test_aggregate_is_length_weighted():
     v = t([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0], [5.0, 5.0]])
     got = aggregate(v, torch.tensor([0, 0, 1, 2]), torch.tensor([32, 8, 3, 0]), 3).numpy()

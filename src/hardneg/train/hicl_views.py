@@ -21,6 +21,10 @@ def hicl_views(encoder: ContrastiveEncoder, texts: list[str], extra: dict[str, l
     groups += [(c, extra[c], t1) for c in ("negation", "paraphrase", "syncse") if c in extra]
     segs = [(name, len(sents), segment(p, sents, t, seg_len, max_tokens)) for name, sents, t in groups]
     rows = [r for _, _, s in segs for r in s.ids]
+    max_pos = getattr(encoder.backbone.config, "max_position_embeddings", None)
+    if max_pos and max(len(r) for r in rows) > max_pos:
+        raise ValueError(f"train setting 'hicl_segment_length' ({seg_len}): a segment with its special and prompt "
+                         f"tokens has {max(len(r) for r in rows)} tokens, more than the model's {max_pos} positions")
     batch = {k: v.to(encoder.device) for k, v in p.pad(rows).items()}
     vecs = encoder.embed(batch, use_mlp=True)
     out: dict[str, torch.Tensor] = {}
