@@ -1,7 +1,7 @@
 """Method presets with the papers' hyper-parameters (BERT-base rows).
 
 Sources: SimCSE (notes: unsupervised defaults), SAN paper Table 6 / Appendix C, SNCSE (notes),
-OssCSE Appendix A, RankCSE (notes). A preset is a partial TrainSettings; config overrides win.
+OssCSE Appendix A, RankCSE (notes), HNCSE §4.2, HiCL A.3/Table 13, SynCSE (no values given). A preset is a partial TrainSettings; config overrides win.
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ _RANKCSE: dict[str, Any] = {
     **_SIMCSE, "batch_size": 128, "lr": 3e-5, "consistency_weight": 1.0, "distill_weight": 1.0,
     "distill_loss": "listmle", "distill_tau": 0.05, "teachers": PAPER_TEACHERS,
 }
+
+_HICL = {"hicl": True, "hicl_segment_length": 32, "hicl_max_tokens": 512, "batch_size": 256, "precision": "fp32"}
 
 PRESETS: dict[str, dict[str, Any]] = {
     "simcse": {**_SIMCSE},
@@ -86,8 +88,27 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # RankCSE without SAN (SAN Table 3 baseline): InfoNCE + beta*Lcons + gamma*LListMLE
     "rankcse": {**_RANKCSE},
+    # --- issue 12 (hardneg.train.newmethods) ---
+    # HNCSE §4.2 + the authors' run_unsup_example.sh: SimCSE's setting (batch 64, lr 3e-5, len 32,
+    # tau 0.05, [CLS] + MLP in training, 1 epoch); K 10 and s 40 from the authors' code
+    "hncse_pm": {**_SIMCSE, "hncse": "pm", "hncse_pm_margin": 0.1},
+    "hncse_hnm": {**_SIMCSE, "hncse": "hnm", "hncse_top_k": 10, "hncse_mixes": 40, "hncse_mix_alpha": None},
+    # HiCL A.3 (base models: batch 256, fp32), Table 13 (BERT-base SimCSE: alpha 0.15, lr 5e-5),
+    # §5.3 slicing length 32, A.1 sequence truncation 512
+    "hicl_simcse": {**_SIMCSE, **_HICL, "hicl_alpha": 0.15, "lr": 5e-5},
+    # HiCL + SNCSE (prompt around each segment, BML on aggregated negations); Table 13: alpha 0.01, lr 1e-5
+    "hicl_sncse": {
+        **_SIMCSE, **_SNCSE_PROMPT, **_HICL, "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
+        "hicl_alpha": 0.01, "lr": 1e-5,
+    },
+    # SynCSE Eq. 5-7; the paper gives no batch/lr/k/delta/tau: SimCSE's setting, k 4, delta 0.6,
+    # refresh every 1000 steps (docs/deviations.md)
+    "syncse": {
+        **_SIMCSE, "syncse": True, "syncse_negatives": 4, "syncse_delta": 0.6, "syncse_refresh_every": 1000,
+        "syncse_weights": "alignment", "syncse_in_batch": True, "syncse_projection_dropout": 0.1,
+    },
 }
-# method -> its paper source (report's method table); other issues append their presets at the END
+# method -> its paper source (report's method table)
 METHOD_SOURCES: dict[str, str] = {
     "simcse": "SimCSE (Gao et al. 2021) §3, unsupervised; SAN Table 3 baseline",
     "simcse_san": "SAN (bcai01/SAN) §3.2 Eq. 2 (HiNCE), Table 6",
@@ -97,6 +118,11 @@ METHOD_SOURCES: dict[str, str] = {
     "rankcse_san": "SAN §3.3 Eq. 5-6 (RankCSE+SAN), Table 6",
     "rlrd_san": "SAN §3.3 Eq. 7 (RLRD+SAN), Table 6; RLRD's RL teacher weighting not implemented",
     "rankcse": "RankCSE (Liu et al. 2023): InfoNCE + JS consistency + ListMLE distillation; SAN Table 3 baseline",
+    "hncse_pm": "HNCSE §3.1 Eq. 2-3, §4.2 + authors' run_unsup_example.sh (SimCSE setting)",
+    "hncse_hnm": "HNCSE §3.2 Eq. 4, 7-8; K=10, s=40 from the authors' code",
+    "hicl_simcse": "HiCL §3.1-3.2 Eq. 1-2, A.3 (batch 256, fp32), Table 13 (SimCSE-BERT-base: alpha 0.15, lr 5e-5)",
+    "hicl_sncse": "HiCL §3.1-3.2 Eq. 1-2, A.3 (batch 256, fp32), Table 13 (SNCSE-BERT-base: alpha 0.01, lr 1e-5)",
+    "syncse": "SynCSE Eq. 5-7; k, delta, tau, refresh not given by the paper (ours, docs/deviations.md)",
 }
 METHODS = tuple(PRESETS)
 

@@ -12,12 +12,13 @@ from hardneg.encoders.pooling import POOLERS
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 NEGATIVES = ("none", "san")
-VIEWS = ("negation", "paraphrase", "san")  # views besides anchor/positive that get a template
+VIEWS = ("negation", "paraphrase", "san", "syncse")  # views besides anchor/positive that get a template
 VIEW_TEMPLATE_CHOICES = ("anchor", "positive")
 # SNCSE train_SNCSE.py (Different_Prompt_Negation) and SAN's SNCSE+SAN script wrap the negation
 # and the SAN negative in the POSITIVE's template ("This sentence of ..."); OssCSE has no code and
 # builds on SNCSE, so its paraphrase follows the same convention (docs/deviations.md).
-DEFAULT_VIEW_TEMPLATES = {"negation": "positive", "paraphrase": "positive", "san": "positive"}
+DEFAULT_VIEW_TEMPLATES = {"negation": "positive", "paraphrase": "positive", "san": "positive",
+                          "syncse": "positive"}  # SynCSE pool negatives: like the other negatives
 FAILED_AUGMENTATION = ("keep", "drop")
 RECALL_FORMS = ("coupled", "decoupled")
 DISTILL_LOSSES = ("listmle", "listnet")
@@ -89,6 +90,27 @@ class TrainSettings:
     failed_augmentation: str = "keep"
     # the negation rules the run expects (the negation shard manifest's "rules" must match)
     negation_rules: str = "sncse"
+    # issue 12 (hardneg.train.newmethods): HNCSE positive / hard negative mixing
+    hncse: str = "none"  # none | pm (HNCSE-PM, §3.1) | hnm (HNCSE-HNM, §3.2)
+    hncse_pm_margin: float = 0.1  # authors' code: mix also when (s_p - s_n)/s_p <= 0.1
+    hncse_pm_single: bool = False  # Table 5 HNCSE-PM_single: mix only where s_n >= s_p
+    hncse_top_k: int = 10  # authors' code: K hard negatives per anchor
+    hncse_mixes: int = 40  # authors' code: s synthetic negatives per anchor
+    hncse_mix_alpha: float | None = None  # None: Eq. 8 adaptive; 1.0 = HNCSE-HNM_single
+    # HiCL: segments of L sentence tokens, alpha * local + (1 - alpha) * global
+    hicl: bool = False
+    hicl_alpha: float = 0.15
+    hicl_segment_length: int = 32
+    hicl_max_tokens: int = 512  # sequence truncation (HiCL A.1: 512), not max_length
+    # SynCSE: projection head, k pool negatives above delta, weighted NT-Xent (Eq. 5-7)
+    syncse: bool = False
+    syncse_negatives: int = 4
+    syncse_delta: float = 0.6
+    syncse_refresh_every: int = 1000
+    syncse_pool_size: int | None = None  # None: the whole training corpus
+    syncse_in_batch: bool = True
+    syncse_weights: str = "alignment"
+    syncse_projection_dropout: float = 0.1
     # model selection on STS-B dev (null: all 1500 pairs; an integer subsamples: CI only)
     dev_max_pairs: int | None = None
     # bookkeeping
@@ -177,6 +199,9 @@ class TrainSettings:
             if getattr(self, name) < 0:
                 bad(name, "must be >= 0")
         self._validate_teachers(bad)
+        from hardneg.train.newmethods import validate as validate_new_methods
+
+        validate_new_methods(self, bad)
 
     def _validate_teachers(self, bad) -> None:
         if self.teachers is not None:

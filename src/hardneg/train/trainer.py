@@ -24,7 +24,9 @@ from tqdm.auto import tqdm
 
 from hardneg.shards import atomic_path, write_json_atomic
 from hardneg.train import distributed as D
+from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
 from hardneg.train.data import TrainingData, batch_rows, batches_per_epoch, load_training_data
+from hardneg.train.hicl_views import hicl_views
 from hardneg.train.model import ContrastiveEncoder, dropout_rate
 from hardneg.train.objectives import (
     BidirectionalMargin,
@@ -64,9 +66,12 @@ class StepModel(nn.Module):
         self.t1, self.t2 = settings.view_template("anchor"), settings.view_template("positive")
 
     def forward(self, texts: list[str], extra: dict[str, list[str]]) -> dict[str, torch.Tensor]:
+        if self.s.hicl:  # HiCL: segments encoded separately, views aggregated (issue 12)
+            return hicl_views(self.encoder, texts, extra, self.t1, self.t2, self.s.hicl_segment_length,
+                              self.s.hicl_max_tokens)
         p = self.encoder.prompt
         groups = [("anchor", p.ids(texts, self.t1)), ("positive", p.ids(texts, self.t2))]
-        for col in ("negation", "paraphrase"):
+        for col in ("negation", "paraphrase", "syncse"):
             if col in extra:
                 groups.append((col, p.ids(extra[col], self.s.view_template(col))))
         rows = [r for _, g in groups for r in g]
@@ -99,6 +104,7 @@ class Objective(nn.Module):
         self.consistency = (RankingConsistency(s.temperature, s.consistency_form)
                             if s.consistency_weight > 0 else None)
         self.distill = RankingDistillation(s.distill_tau, s.distill_loss) if s.distill_weight > 0 else None
+        self.methods = newmethods.NewMethodTerms.build(s)  # HNCSE / HiCL / SynCSE term, else None
         # recall loss over the backbone's weights (the pretrained model's parameters, OssCSE Eq. 4)
         self.recall_params = [p for p in encoder.backbone.parameters() if p.requires_grad]
         self.recall = (RecallLoss([(n, p) for n, p in encoder.backbone.named_parameters() if p.requires_grad],
@@ -115,6 +121,8 @@ class Objective(nn.Module):
         if self.s.negatives == "san":
             gs = D.gather_with_grad(emb["san"], info)
             parts["hince"] = self.contrast(g1, g2, gs)
+        elif self.methods is not None:  # issue 12: the first part replaces InfoNCE
+            parts.update(self.methods(emb, g1, g2, info))
         else:
             parts["infonce"] = self.contrast(g1, g2)
         global_terms = parts[next(iter(parts))]
@@ -267,6 +275,7 @@ def train(
              s.method, s.seed, len(data), global_batch, s.batch_size, info.world_size, total_steps, n_batches)
 
     encoder = ContrastiveEncoder.from_pretrained(s.init_model, s.pooler, s.max_length, s.mlp_only_train, s.dropout)
+    newmethods.install_projection(encoder, s)  # SynCSE's projection head (else no-op)
     encoder.to(device).train()
     max_pos = getattr(encoder.backbone.config, "max_position_embeddings", None) or s.eval_max_length
     eval_len = min(s.eval_max_length, int(max_pos))
@@ -360,6 +369,7 @@ def train(
     frame = data.frame
     texts_all = frame["text"].to_list()
     extra_all = {c: frame[c].to_list() for c in cols if c in ("san", "negation", "paraphrase")}
+    neg_index = newmethods.build_index(s, texts_all)  # SynCSE's corpus-pool index (else None)
     bar = tqdm(total=total_steps, initial=step, desc=f"train {s.method}", unit="step",
                disable=not (s.show_progress and info.is_main))
     t_last, n_sent = time.perf_counter(), 0
@@ -369,6 +379,8 @@ def train(
         rows = batch_rows(len(data), s.seed, epoch, index, global_batch, info.rank, info.world_size)
         texts = [texts_all[i] for i in rows]
         extra = {c: [v[i] for i in rows] for c, v in extra_all.items()}
+        if neg_index is not None:
+            extra["syncse"] = neg_index.negatives(encoder, rows, step, info)
         teacher_sims = teachers.similarities(texts, extra.get("san"), info) if teachers is not None else None
         with torch.autocast(device.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
             emb = step_model(texts, extra)
@@ -421,6 +433,7 @@ def train(
     bar.close()
 
     summary: dict[str, Any] = {}
+    method_fallbacks = newmethods.fallbacks(objective.methods, neg_index, info)  # every rank (all-reduce)
     if info.is_main:
         if best_step is not None and (work / "best.pt").exists():
             encoder.load_state_dict(torch.load(work / "best.pt", weights_only=True))
@@ -431,6 +444,8 @@ def train(
             "best_step": best_step if best_step is not None else total_steps,
             "stsb_dev": final_dev, "data": data.counts, "settings": s.to_dict(), "fingerprint": fp,
         }
+        if method_fallbacks:
+            summary["fallbacks"] = method_fallbacks
         from hardneg.train.export import export_sentence_transformers
 
         export_sentence_transformers(
