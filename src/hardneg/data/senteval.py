@@ -54,6 +54,15 @@ SCHEMA = {
 SOURCE_SCHEMA = {"file": pl.String, "line": pl.Int64}
 
 
+def required_files() -> list[str]:
+    """Every file the readers below open, relative to the SentEval folder (for the extractor)."""
+    files = [f"STS/{year}-en-test/STS.{kind}.{subset}.txt"
+             for year, subsets in STS_SUBSETS.items() for subset in subsets for kind in ("input", "gs")]
+    files += [f"STS/STSBenchmark/{name}" for name in _STSB_FILES.values()]
+    files += [f"SICK/{name}" for name in _SICK_FILES.values()]
+    return files
+
+
 def _norm(text: str) -> str:
     # SentEval: s.split() then ' '.join(...) in the batcher.
     return " ".join(text.split())
