@@ -101,3 +101,14 @@ def test_unreachable_mirror_names_url(tmp_path):
 def test_missing_folder_mirror(tmp_path):
     with pytest.raises(DownloadError, match="no such file in mirror"):
         download(UPSTREAM + WIKI, tmp_path / WIKI, mirror=str(tmp_path / "empty"), progress=False)
+
+
+@pytest.mark.parametrize("overlay", ["tiny.yaml", "quick.yaml"])
+def test_offline_overlays_pin_the_mirror_files(overlay, repo_root, mirror_dir):
+    """The mirror's senteval.tar is repacked and its wiki file an excerpt: their own sums."""
+    from hardneg.config import load_config
+
+    cfg = load_config([repo_root / "config.yaml", repo_root / "experiments" / overlay])
+    folder = mirror_dir / "datasets/princeton-nlp/datasets-for-simcse/resolve/main"
+    for name in (cfg["data"]["corpus_file"], cfg["data"]["senteval_file"]):
+        assert cfg["data"]["sha256"][name] == hashlib.sha256((folder / name).read_bytes()).hexdigest()
