@@ -15,6 +15,9 @@ def _threads(n: int | None) -> None:
 
 
 def _eval_sts(args: argparse.Namespace) -> int:
+    from hardneg.data.senteval import check_senteval_dir
+
+    check_senteval_dir(args.senteval_dir)  # before importing torch and loading a model
     from hardneg.encoders import POOLERS
     from hardneg.evaluate.run import evaluate_model
 

@@ -63,6 +63,20 @@ def required_files() -> list[str]:
     return files
 
 
+def check_senteval_dir(senteval_dir: str | Path) -> Path:
+    """Raise a clear error unless ``senteval_dir`` holds every file the readers use."""
+    root = Path(senteval_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"SentEval folder not found: {root}")
+    missing = [f for f in required_files() if not (root / f).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{root}: not an extracted senteval.tar (missing {', '.join(missing[:3])}"
+            + (f" and {len(missing) - 3} more)" if len(missing) > 3 else ")")
+        )
+    return root
+
+
 def _norm(text: str) -> str:
     # SentEval: s.split() then ' '.join(...) in the batcher.
     return " ".join(text.split())

@@ -8,6 +8,7 @@ settings (zstd, no wall-clock metadata, fixed row-group size) so the same rows g
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import tempfile
@@ -28,6 +29,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temp path beside ``path``; rename it onto ``path`` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    # Temp files of a killed earlier write of this same output (one job writes one output):
+    # remove them, or they pile up beside the shards.
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.part"):
+        stale.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
