@@ -8,9 +8,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from test_senteval_readers import make_toy_senteval
 
 from hardneg.data.archive import extract_senteval
-from test_senteval_readers import make_toy_senteval
 
 
 def _toy_tar(tmp_path: Path, extra=(), drop: str | None = None) -> Path:

@@ -7,9 +7,9 @@ import json
 import socket
 
 import pytest
+from httpmirror import serve
 
 from hardneg.data.download import DownloadError, download, resolve_url
-from httpmirror import serve
 
 UPSTREAM = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/"
 WIKI = "wiki1m_for_simcse.txt"
@@ -169,7 +169,7 @@ def test_stale_part_without_sidecar_is_not_resumed(tmp_path):
 
 
 def test_part_of_an_older_version_restarts_via_if_range(tmp_path):
-    srv, old, dest = _served(tmp_path, seed=1)
+    srv, _, dest = _served(tmp_path, seed=1)
     with serve(srv) as (base, handler):
         handler.truncate_first["/f.bin"] = 20_000
         with pytest.raises(DownloadError):
@@ -217,7 +217,7 @@ def test_206_with_wrong_content_range_is_not_appended(tmp_path):
 
 
 def test_checksum_mismatch_of_a_fresh_download_is_not_retried(tmp_path):
-    srv, data, dest = _served(tmp_path)
+    srv, _, dest = _served(tmp_path)
     with serve(srv) as (base, handler):
         with pytest.raises(DownloadError, match="sha256 mismatch"):
             download(base + "/f.bin", dest, sha256="0" * 64, retries=5, backoff_s=0,

@@ -12,11 +12,11 @@ import time
 
 import polars as pl
 import pytest
+from test_senteval_readers import make_toy_senteval
 
 from hardneg.cli import main
 from hardneg.config import ConfigError, load_config
 from hardneg.shards import write_shard
-from test_senteval_readers import make_toy_senteval
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 

@@ -7,6 +7,7 @@ import math
 import os
 import socket
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import polars as pl
@@ -196,7 +197,7 @@ class _RecordingAdamW(torch.optim.AdamW):
     """AdamW that keeps every step's gradients (after DDP's all-reduce) so a test can compare
     them; the update itself is AdamW's, unchanged."""
 
-    record: list[list[torch.Tensor]] = []
+    record: ClassVar[list[list[torch.Tensor]]] = []
 
     def step(self, closure=None):
         type(self).record.append([p.grad.detach().clone() for g in self.param_groups for p in g["params"]])

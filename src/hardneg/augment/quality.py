@@ -9,6 +9,7 @@ says why.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import polars as pl
 
@@ -62,7 +63,7 @@ def unk_reason(n_unk: int, n_pieces: int, cfg: QualityConfig) -> str | None:
 def _longest_run(words: list[str]) -> int:
     """Length of the longest run of one word (case-insensitive) repeated back to back."""
     best = run = 1
-    for prev, cur in zip(words, words[1:]):
+    for prev, cur in pairwise(words):
         run = run + 1 if cur.lower() == prev.lower() else 1
         best = max(best, run)
     return best
