@@ -144,6 +144,12 @@ def test_reversed_ranges_are_refused_by_the_config():
         load_config([ROOT / "config.yaml"], overlay)
 
 
+def test_splits_cli_reversed_median_range(capsys, tmp_path, senteval):
+    rc, _, err = run_cli(capsys, "splits", "--senteval-dir", str(senteval), "--out", str(tmp_path / "s.parquet"),
+                         "--median-range", "3.5", "2.0")
+    assert rc == 2 and "--median-range" in err and not (tmp_path / "s.parquet").exists()
+
+
 def test_repeated_word_outputs_fail_the_quality_filter():
     from hardneg.augment.quality import QualityConfig, output_reason
 
