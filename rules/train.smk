@@ -17,7 +17,7 @@ rule train:
     wildcard_constraints:
         method="|".join(TRAIN_METHODS),
     params:
-        settings=lambda wc: train_settings(wc.method, wc.seed).to_dict(),
+        settings=lambda wc: train_settings(wc.method, wc.seed, wc.experiment).to_dict(),
         nproc_per_node=_TRAIN_CFG.get("nproc_per_node", 1),
         code=code_version("hardneg.train", "hardneg.encoders", "hardneg.evaluate.sts"),
     threads: _TRAIN_CFG.get("threads", 2)

@@ -71,8 +71,13 @@ def test_osscse_rules_end_to_end(tmp_path):
     got = dict(zip(neg["text"], neg["negation"]))
     assert got["My dog likes eating sausage."] == "My dog does not like eating sausage."
     assert got["They did not go home."] == "They did go home."
-    assert got["Is the museum open on Sundays?"] == "Is the museum not open on Sundays?"
+    assert got["Is the museum open on Sundays?"] == "Is not the museum open on Sundays?"  # SNCSE
     summary = json.loads((neg_dir / "shard-000.json").read_text())
+    assert summary["rules"] == "sncse" and summary["extra_negators"] == []  # what made the shard
+    from hardneg.augment.negation import shard_provenance
+
+    assert shard_provenance(neg_dir / "shard-000.parquet")["rules"] == "sncse"
+    assert summary["status"] == {"dropped": 1, "ok": 9} and summary["reason"] == {"empty": 1}
     assert summary["rows"] == 10 == sum(summary["status"].values())
     assert pl.read_parquet(neg_dir / "shard-001.parquet").height == 0
 

@@ -106,7 +106,7 @@ def test_contract_columns_and_bad_input(mlm, mask_prob, corpus):
 
 def test_only_masked_positions_change_and_never_to_themselves(mlm, mask_prob):
     tok, model = mlm
-    pred = MaskPredictor(model, tok, mask_prob, SanConfig(seed=1))
+    pred = MaskPredictor(model, tok, mask_prob, SanConfig(seed=1, forbid_original=True))
     enc = tok(SENTENCES[0])["input_ids"]
     seqs = [np.asarray(enc)] * 5
     new, masked = pred.iterate(seqs, np.arange(5), iteration=1)
@@ -116,6 +116,24 @@ def test_only_masked_positions_change_and_never_to_themselves(mlm, mask_prob):
         assert n[0] == tok.cls_token_id and n[-1] == tok.sep_token_id
     # masks differ between sentence ids (seeded per sentence), the first iteration masks something
     assert len({tuple(m) for m in masked}) > 1
+
+
+def test_default_is_plain_argmax_at_masked_positions(mlm, mask_prob):
+    """SAN §3.1 / reference: argmax over the vocabulary (specials aside), the token itself allowed."""
+    tok, model = mlm
+    pred = MaskPredictor(model, tok, mask_prob, SanConfig(seed=1))
+    assert not pred.cfg.forbid_original
+    seqs = [np.asarray(tok(s)["input_ids"]) for s in SENTENCES[:4]]
+    new, masked = pred.iterate(seqs, np.arange(4), iteration=1)
+    assert any(masked)
+    for s, n, m in zip(seqs, new, masked):
+        assert np.flatnonzero(s != n).tolist() == [i for i in m if s[i] != n[i]]  # only masked move
+        inp = torch.as_tensor(s).clone()
+        inp[m] = tok.mask_token_id
+        with torch.no_grad():
+            logits = model(input_ids=inp[None]).logits[0].float()
+        logits[:, pred.forbidden.cpu()] = float("-inf")
+        assert n[m].tolist() == logits[m].argmax(-1).tolist()
 
 
 def test_replace_all_reproduces_reference_defect(mlm, mask_prob):
@@ -180,3 +198,30 @@ def test_bf16_precision_is_recorded_deterministic_and_leaves_the_model_alone(tmp
     fp32 = _frame(mlm, mask_prob, frame, seed=2)
     bf16 = pl.read_parquet(tmp_path / "bf16-1.parquet")
     assert fp32["masked1"].to_list() == bf16["masked1"].to_list()  # masks do not depend on precision
+
+
+def test_reference_clean_up_knobs():
+    """max_chars 300 + the reference's period rule (last char not in string.punctuation)."""
+    from hardneg.augment.san import _prepare_text
+
+    ref = SanConfig(max_chars=300, append_period=True)
+    assert _prepare_text("A b c", ref) == "A b c."
+    assert _prepare_text("A b (c)", ref) == "A b (c)"  # ")" is punctuation to the reference
+    assert _prepare_text("x" * 400, ref) == "x" * 300 + "."
+    assert _prepare_text("A b c", SanConfig()) == "A b c"
+
+
+def test_reference_overlay_sets_every_reference_knob():
+    """experiments/reference/san.yaml validates and yields the reference code's SanConfig."""
+    from pathlib import Path
+
+    from hardneg.config import load_config
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = load_config([root / "config.yaml", root / "experiments/reference/san.yaml"])["san"]
+    run = {k: v for k, v in cfg.items() if k not in ("mlm", "chunk_rows", "threads", "gpus")}
+    san = SanConfig.from_dict(run)
+    assert (san.replace, san.retokenize, san.max_chars, san.append_period) == ("all", True, 300, True)
+    assert not san.forbid_original and san.decoding == "argmax" and san.iterations == 4
+    q = san.quality
+    assert (q.min_words, q.reject_identical, q.postprocess) == (0, False, "none")

@@ -79,7 +79,8 @@ def weights(folder: Path) -> dict[str, torch.Tensor]:
 # ---------------------------------------------------------------------------------------------
 def test_join_counts_and_post_processing(shards):
     data = load_training_data(shards["corpus"], aug(shards), ["san"])
-    assert data.counts == {"rows_in": N_ROWS, "dropped_no_san": 1, "rows_used": N_ROWS - 1}
+    assert data.counts == {"rows_in": N_ROWS, "failed_san": 1, "rows_if_failed_dropped": N_ROWS - 1,
+                           "dropped_no_san": 1, "rows_used": N_ROWS - 1}
     assert 3 not in data.frame["id"].to_list()
     data = load_training_data(shards["corpus"], aug(shards), ["san", "negation"], post_process=True)
     assert data.counts["san_replaced_by_negation"] == 1 and data.counts["rows_used"] == N_ROWS
@@ -170,14 +171,17 @@ def test_nan_loss_stops_naming_the_step(tmp_path, tiny_mlm_dir, shards):
         train(s, shards["corpus"], tmp_path / "nan")
 
 
-@pytest.mark.parametrize("method", ["sncse_san", "osscse", "rankcse_san"])
+@pytest.mark.parametrize("method", ["sncse_san", "osscse", "rankcse_san", "rlrd_san"])
 def test_every_hard_negative_method_runs(tmp_path, tiny_mlm_dir, shards, method):
-    s = settings(tiny_mlm_dir, method, max_steps=2, max_length=40)
+    # ranking methods: the tiny model as its own teacher, explicitly allowed (paper teachers are hub ids)
+    teacher = {"teachers": None, "allow_untrained_teacher": True} if method in ("rankcse_san", "rlrd_san") else {}
+    s = settings(tiny_mlm_dir, method, max_steps=2, max_length=40, **teacher)
     summary = train(s, shards["corpus"], tmp_path / method, augment_shards=aug(shards))
     rows = [json.loads(x) for x in (tmp_path / method / "metrics.jsonl").read_text().splitlines()]
     parts = set(rows[-1])
     expect = {"sncse_san": {"hince", "bml"}, "osscse": {"infonce", "margin", "recall"},
-              "rankcse_san": {"hince", "listmle_san"}}[method]
+              "rankcse_san": {"hince", "listmle_san", "consistency", "distill_listmle"},
+              "rlrd_san": {"hince", "listmle_san", "bml", "distill_listmle"}}[method]
     assert expect <= parts
     assert summary["data"]["rows_used"] == (N_ROWS if method != "sncse_san" else N_ROWS - 1)
     model = tmp_path / method / "model"

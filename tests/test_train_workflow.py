@@ -96,3 +96,27 @@ def test_snakemake_train_rule(tmp_path, tiny_mlm_dir, mirror_dir):
     # nothing to do on a second run (code_version and params are stable)
     again = subprocess.run(cmd + ["-n"], check=False, capture_output=True, text=True, timeout=300)
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_teacher_method_is_trained_first_in_the_dag(tmp_path, mirror_dir):
+    """A rankcse_san whose teacher is {method: simcse}: the dry run schedules train simcse, and
+    the student's train job takes the teacher's exported model as an input (SAN Eq. 6 teachers)."""
+    overlay = {
+        "experiment": "ci", "mirror": str(mirror_dir),
+        "corpus": {"max_sentences": 40, "shard_size": 20},
+        "train": {"init_model": "bert-base-uncased", "methods": ["rankcse_san"], "seeds": [3], "gpus": 0,
+                  "presets": {"rankcse_san": {"teachers": [{"method": "simcse"}]}}},
+    }
+    (tmp_path / "overlay.yaml").write_text(yaml.safe_dump(overlay))
+    target = "results/train/ci/rankcse_san/seed3/summary.json"
+    cmd = [str(REPO / ".venv/bin/snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
+           "--configfile", str(REPO / "config.yaml"), str(tmp_path / "overlay.yaml"), "--cores", "1",
+           "-n", target]
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    teacher = out.index("output: results/train/ci/simcse/seed3/model")
+    student = out.index("output: results/train/ci/rankcse_san/seed3/model")
+    assert teacher < student
+    block = out[student - 2000: student]
+    assert "results/train/ci/simcse/seed3/model" in block.split("rule train:")[-1]

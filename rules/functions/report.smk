@@ -15,7 +15,7 @@ def _runs():
 
 def _report_inputs(wildcards):
     exp = config["experiment"]
-    ins = {"sts": [], "cont_oppn": [], "metrics": [], "augment": [], "after": []}
+    ins = {"sts": [], "cont_oppn": [], "metrics": [], "summaries": [], "augment": [], "after": []}
     for method, seed in _runs():
         run = f"results/eval/{exp}/{method}/seed{seed}"
         if "eval_targets" in globals():
@@ -23,6 +23,7 @@ def _report_inputs(wildcards):
             ins["cont_oppn"].append(f"{run}/cont_oppn.json")
         if method != "baseline":
             ins["metrics"].append(f"results/train/{exp}/{method}/seed{seed}/metrics.jsonl")
+            ins["summaries"].append(f"results/train/{exp}/{method}/seed{seed}/summary.json")
     for helper in ("san_shard", "negation_shard", "paraphrase_shard"):
         if helper in globals():
             ins["augment"] += [globals()[helper](s) for s in SHARDS]

@@ -13,7 +13,8 @@ def main() -> None:
     out = negate_frame(frame, cfg, show_progress=True)
     if out.height != frame.height:  # every corpus row is kept, dropped ones with a reason
         raise RuntimeError(f"{sm.input[0]}: {frame.height} rows in, {out.height} out")
-    summary = summarize(out)
+    # "rules" etc.: which negation rule made this shard (training checks it against its own)
+    summary = cfg.provenance() | summarize(out)
     import logging
 
     logging.getLogger("hardneg.negation").info("%s: %s", sm.input[0], summary)

@@ -11,6 +11,7 @@ build_report(
     sts=snakemake.input.sts,  # noqa: F821
     cont_oppn=snakemake.input.cont_oppn,  # noqa: F821
     metrics=snakemake.input.metrics,  # noqa: F821
+    summaries=snakemake.input.summaries,  # noqa: F821
     augment=snakemake.input.augment,  # noqa: F821
     bench_dir=snakemake.params.bench_dir,  # noqa: F821
     experiment=snakemake.params.experiment,  # noqa: F821

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import string
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -56,11 +57,13 @@ class SanConfig:
     temperature: float = 1.0
     top_k: int | None = None  # sampling: restrict to the k most likely tokens
     replace: str = "masked"  # "all" reproduces the reference code (argmax at every position)
-    forbid_original: bool = True  # a masked token may not be predicted as itself
+    # SAN §3.1 and the reference take the plain argmax, which may return the masked token itself;
+    # True forbids that (hardneg's earlier default; measured effect: docs/san.md)
+    forbid_original: bool = False
     retokenize: bool = False  # True: decode + re-tokenize between iterations (reference code)
     max_length: int = 128  # word pieces incl. [CLS]/[SEP]; longer inputs truncated (recorded)
     max_chars: int | None = None  # reference code cut text to 300 characters
-    append_period: bool = False  # reference code appended "." when final punctuation was missing
+    append_period: bool = False  # reference: "." when the last char is no punctuation, every iteration
     batch_size: int = 64
     seed: int = 0
     # auto = bf16 autocast on CUDA (issue 4: "bf16 on GPU"), fp32 on CPU; bf16 on a CPU
@@ -273,12 +276,17 @@ class MaskPredictor:
 # ---------------------------------------------------------------- sentences -> rows
 
 
+def _with_period(text: str) -> str:
+    """The reference's clean-up (bcai01/SAN corpus-handle/handle.py, replace_with_mask): "." after
+    text whose last character is not in string.punctuation; applied to every iteration's input."""
+    text = text.rstrip()
+    return text + "." if text and text[-1] not in string.punctuation else text
+
+
 def _prepare_text(text: str, cfg: SanConfig) -> str:
     if cfg.max_chars is not None:
         text = text[: cfg.max_chars]
-    if cfg.append_period and text.rstrip() and text.rstrip()[-1] not in ".!?\"'":
-        text = text.rstrip() + " ."
-    return text
+    return _with_period(text) if cfg.append_period else text
 
 
 def _encode(tokenizer, texts: list[str], max_length: int) -> tuple[list[np.ndarray], list[bool], list[int]]:
@@ -341,7 +349,8 @@ def augment_frame(
         texts_it = _decode(tok, cur)
         iter_text.append(texts_it)
         if cfg.retokenize and it < k:  # reference behaviour: decode, then re-tokenize
-            cur, _, _ = _encode(tok, texts_it, cfg.max_length)
+            again = [_with_period(t) for t in texts_it] if cfg.append_period else texts_it
+            cur, _, _ = _encode(tok, again, cfg.max_length)
 
     def spread(values: list, fill=None) -> list:
         out = [fill] * n

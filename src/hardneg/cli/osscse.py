@@ -39,6 +39,9 @@ def _negate(args) -> int:
     cfg = NegationConfig.from_dict(
         {
             "spacy_model": _spacy_model(args.spacy_model),
+            "rules": args.rules,
+            "extra_negators": args.extra_negators.split(",") if args.extra_negators else [],
+            "spacing": args.spacing,
             "already_negated": args.already_negated,
             "fallback": args.fallback,
             "questions": args.questions,
@@ -109,7 +112,7 @@ def _backtranslate(args) -> int:
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "negate",
-        help="negate sentences at their dependency ROOT (SNCSE/OssCSE rules)",
+        help="negate sentences (SNCSE's rule by default; --rules root: hardneg's ROOT variant)",
         description="Print one negated sentence per input, or [dropped: reason].",
     )
     p.add_argument("sentences", nargs="*", help="sentences ('-' or none: read stdin, one per line)")
@@ -118,9 +121,28 @@ def register(subparsers) -> None:
         default=None,
         help=f"default: first installed of {', '.join(DEFAULT_SPACY)}",
     )
-    p.add_argument("--already-negated", choices=("remove", "skip"), default="remove")
-    p.add_argument("--fallback", choices=("prefix", "drop"), default="prefix")
-    p.add_argument("--questions", choices=("negate", "drop"), default="negate")
+    p.add_argument(
+        "--rules",
+        choices=("sncse", "root"),
+        default="sncse",
+        help="sncse: SNCSE's convert_to_negation (default); root: hardneg's ROOT variant",
+    )
+    p.add_argument(
+        "--extra-negators",
+        default="",
+        help="comma-separated words removed like 'not' (OssCSE: never,neither)",
+    )
+    p.add_argument(
+        "--spacing",
+        choices=("original", "joined"),
+        default="original",
+        help="sncse: keep the text's spacing, or join tokens with spaces as the reference does",
+    )
+    p.add_argument(
+        "--already-negated", choices=("remove", "skip"), default="remove", help="root only"
+    )
+    p.add_argument("--fallback", choices=("prefix", "drop"), default="prefix", help="root only")
+    p.add_argument("--questions", choices=("negate", "drop"), default="negate", help="root only")
     p.add_argument(
         "--rule", action="store_true", help="also print the rule that fired (tab-separated)"
     )

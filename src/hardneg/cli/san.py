@@ -20,8 +20,8 @@ def _san(args: argparse.Namespace) -> int:
     }.items() if v is not None}  # fmt: skip
     if args.retokenize:
         overrides["retokenize"] = True
-    if args.allow_original:
-        overrides["forbid_original"] = False
+    if args.forbid_original:
+        overrides["forbid_original"] = True
     cfg = SanConfig.from_dict(overrides)
     lexicon = args.lexicon
     if lexicon is None:
@@ -93,7 +93,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--replace", choices=["masked", "all"])
     p.add_argument("--max-length", type=int)
     p.add_argument("--retokenize", action="store_true", help="decode + re-tokenize between iterations (reference code)")
-    p.add_argument("--allow-original", action="store_true", help="allow predicting the masked token itself")
+    p.add_argument("--forbid-original", action="store_true", help="a masked token may not be predicted as itself (default: plain argmax, as SAN)")
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"],
                    help="auto (default): bf16 autocast on CUDA, fp32 on CPU")
     p.add_argument("--device")

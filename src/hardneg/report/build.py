@@ -24,6 +24,7 @@ def build_report(
     sts: Sequence[str | Path] = (),
     cont_oppn: Sequence[str | Path] = (),
     metrics: Sequence[str | Path] = (),
+    summaries: Sequence[str | Path] | None = None,
     augment: Sequence[str | Path] = (),
     bench_dir: str | Path | None = None,
     experiment: str = "",
@@ -31,7 +32,8 @@ def build_report(
 ) -> dict[str, Path]:
     """Write every file of ``OUTPUTS`` into ``out_dir``; return name -> path.
 
-    ``summary.json`` holds only result-derived numbers (STS mean/std, augmentation counts), so it
+    ``summaries``: the runs' training ``summary.json`` files for the method table (default: beside
+    each ``metrics.jsonl``). ``summary.json`` holds only result-derived numbers (STS mean/std, augmentation counts), so it
     is byte-identical for identical results; benchmark timings live in the HTML/PNG only.
     """
     out = Path(out_dir)
@@ -42,10 +44,16 @@ def build_report(
     table = collect.sts_summary(sts_rows) if sts_rows.height else pl.DataFrame({"method": []})
     per_seed = sts_rows.pivot(on="dataset", index=["method", "seed"], values="spearman") \
         if sts_rows.height else pl.DataFrame({"method": []})
+    from hardneg.report.methods import method_table
+
+    if summaries is None:  # beside each metrics.jsonl (the train rule writes both)
+        summaries = [p for p in (Path(m).with_name("summary.json") for m in metrics) if p.exists()]
     render.write_page(paths["sts.html"], f"STS test, experiment {experiment}", [
         render.table_html(table, "Spearman ×100, mean ± std over seeds (SentEval 'all' for STS12-16)",
                           "sts-summary"),
         render.table_html(per_seed, "Per seed", "sts-per-seed"),
+        render.table_html(method_table(summaries), "Methods: paper source and settings that differ from the "
+                          "paper's preset (docs/deviations.md)", "methods"),
     ])
     render.plot_sts(sts_rows, paths["sts.png"])
 

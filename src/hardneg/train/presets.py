@@ -28,6 +28,21 @@ _PROMPT = {
     "templates": ["sncse1", "sncse2"],
     "mlp_only_train": False,
 }
+# SNCSE (train_SNCSE.sh: --pooler_type cls --mlp_only_train): the [MASK] vector goes through an MLP
+# (dense + tanh) in training only; evaluation takes the [MASK] vector without it
+_SNCSE_PROMPT = {**_PROMPT, "mlp_only_train": True}
+# SAN §3.3 RankCSE+SAN teachers (reference run script: --first_teacher DiffCSE-base,
+# --second_teacher SimCSE-large, --alpha_ 0.33): weights 0.33 / 0.67, [CLS] before the pooler
+PAPER_TEACHERS: list[dict[str, Any]] = [
+    {"model": "voidism/diffcse-bert-base-uncased-sts", "weight": 0.33, "pooler": "cls_before_pooler"},
+    {"model": "princeton-nlp/unsup-simcse-bert-large-uncased", "weight": 0.67, "pooler": "cls_before_pooler"},
+]
+# RankCSE (community code run by SAN): batch 128, lr 3e-5, InfoNCE + beta*JS + gamma*ListMLE with
+# beta = gamma = 1, tau2 0.05; 1 epoch (SAN Table 10)
+_RANKCSE: dict[str, Any] = {
+    **_SIMCSE, "batch_size": 128, "lr": 3e-5, "consistency_weight": 1.0, "distill_weight": 1.0,
+    "distill_loss": "listmle", "distill_tau": 0.05, "teachers": PAPER_TEACHERS,
+}
 
 PRESETS: dict[str, dict[str, Any]] = {
     "simcse": {**_SIMCSE},
@@ -35,12 +50,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     "simcse_san": {**_SIMCSE, "negatives": "san", "tau2": 0.08, "san_dropout": 0.2},
     # SNCSE BERT-base: batch 256, lr 1e-5, BML alpha 0.1 beta 0.3 weight 1e-3
     "sncse": {
-        **_SIMCSE, **_PROMPT, "batch_size": 256, "lr": 1e-5,
+        **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 256, "lr": 1e-5,
         "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
     },
     # SAN Eq. 4 + Table 6 (SNCSE+SAN): HiNCE with tau2 0.1, p2 0.2, + lambda*BML
     "sncse_san": {
-        **_SIMCSE, **_PROMPT, "batch_size": 256, "lr": 1e-5,
+        **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 256, "lr": 1e-5,
         "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
         "negatives": "san", "tau2": 0.1, "san_dropout": 0.2,
     },
@@ -49,12 +64,39 @@ PRESETS: dict[str, dict[str, Any]] = {
         **_SIMCSE, **_PROMPT, "batch_size": 64, "lr": 1e-5, "epochs": 2,
         "margin_weight": 1e-3, "margin_alpha": 0.05, "margin_beta": 0.2, "recall_gamma": 2e-3,
     },
-    # SAN Table 6 (RankCSE+SAN): HiNCE tau2 0.05, p2 0.2, ListMLE+SAN weight 0.4, post-processing;
-    # RankCSE: batch 128
+    # SAN Eq. 6 + Table 6 (RankCSE+SAN): beta*Lcons + gamma*LListMLE + LHiNCE (tau2 0.05, p2 0.2)
+    # + lambda*LListMLE+SAN (lambda 0.4, tau3 0.05), post-processing
     "rankcse_san": {
-        **_SIMCSE, "batch_size": 128, "negatives": "san", "tau2": 0.05, "san_dropout": 0.2,
+        **_RANKCSE, "negatives": "san", "tau2": 0.05, "san_dropout": 0.2,
         "listmle_weight": 0.4, "listmle_tau": 0.05, "post_process": True,
     },
+    # SAN Eq. 7 + Table 6 (RLRD+SAN): mu*LBML (SNCSE's 1e-3, 0.1, 0.3) + lambda*LListMLE + LHiNCE
+    # (tau2 0.1, p2 0.2) + beta*LListMLE+SAN (0.2), post-processing; RLRD reference run script:
+    # prompts + MLP in training, batch 128, lr 3e-5, 4 epochs (Table 10), teachers SNCSE and
+    # SimCSE-large at 0.5 / 0.5 (RLRD's RL agent that re-weights them is not implemented)
+    "rlrd_san": {
+        **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 128, "lr": 3e-5, "epochs": 4,
+        "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
+        "distill_weight": 1.0, "distill_loss": "listmle", "distill_tau": 0.05,
+        "negatives": "san", "tau2": 0.1, "san_dropout": 0.2,
+        "listmle_weight": 0.2, "listmle_tau": 0.05, "post_process": True,
+        "teachers": [{"method": "sncse", "weight": 0.5},
+                     {"model": "princeton-nlp/unsup-simcse-bert-large-uncased", "weight": 0.5,
+                      "pooler": "cls_before_pooler"}],
+    },
+    # RankCSE without SAN (SAN Table 3 baseline): InfoNCE + beta*Lcons + gamma*LListMLE
+    "rankcse": {**_RANKCSE},
+}
+# method -> its paper source (report's method table); other issues append their presets at the END
+METHOD_SOURCES: dict[str, str] = {
+    "simcse": "SimCSE (Gao et al. 2021) §3, unsupervised; SAN Table 3 baseline",
+    "simcse_san": "SAN (bcai01/SAN) §3.2 Eq. 2 (HiNCE), Table 6",
+    "sncse": "SNCSE (Wang et al. 2022) §3, BML; reference Sense-GVT/SNCSE train_SNCSE.sh",
+    "sncse_san": "SAN §3.3 Eq. 4 (HiNCE + lambda*BML), Table 6",
+    "osscse": "OssCSE (surface-structure bias) §4 Eq. 3-5, Appendix A",
+    "rankcse_san": "SAN §3.3 Eq. 5-6 (RankCSE+SAN), Table 6",
+    "rlrd_san": "SAN §3.3 Eq. 7 (RLRD+SAN), Table 6; RLRD's RL teacher weighting not implemented",
+    "rankcse": "RankCSE (Liu et al. 2023): InfoNCE + JS consistency + ListMLE distillation; SAN Table 3 baseline",
 }
 METHODS = tuple(PRESETS)
 

@@ -12,6 +12,17 @@ from hardneg.encoders.pooling import POOLERS
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 NEGATIVES = ("none", "san")
+VIEWS = ("negation", "paraphrase", "san")  # views besides anchor/positive that get a template
+VIEW_TEMPLATE_CHOICES = ("anchor", "positive")
+# SNCSE train_SNCSE.py (Different_Prompt_Negation) and SAN's SNCSE+SAN script wrap the negation
+# and the SAN negative in the POSITIVE's template ("This sentence of ..."); OssCSE has no code and
+# builds on SNCSE, so its paraphrase follows the same convention (docs/deviations.md).
+DEFAULT_VIEW_TEMPLATES = {"negation": "positive", "paraphrase": "positive", "san": "positive"}
+FAILED_AUGMENTATION = ("keep", "drop")
+RECALL_FORMS = ("coupled", "decoupled")
+DISTILL_LOSSES = ("listmle", "listnet")
+CONSISTENCY_FORMS = ("js", "reference_clamped")
+TEACHER_KEYS = {"model", "method", "weight", "pooler", "template", "seed"}
 # Settings that do not change what is computed: a checkpoint stays resumable across them.
 NON_STRUCTURAL = frozenset({"eval_every", "checkpoint_every", "log_every", "show_progress"})
 
@@ -26,6 +37,8 @@ class TrainSettings:
     pooler: str = "cls_before_pooler"
     mlp_only_train: bool = True
     templates: list[str] | None = None  # [anchor view, positive view] for pooler "mask"
+    # which of the two templates each other view gets (None: DEFAULT_VIEW_TEMPLATES, the reference)
+    view_templates: dict[str, str] | None = None
     max_length: int = 32  # training inputs: tokens incl. special and prompt tokens (SimCSE: 32)
     # evaluation/export inputs: SimCSE evaluates untruncated sentences, so not the training 32
     eval_max_length: int = 128
@@ -54,12 +67,28 @@ class TrainSettings:
     margin_alpha: float = 0.05
     margin_beta: float = 0.2
     recall_gamma: float = 0.0
+    # OssCSE Eq. 4-5 as written: the penalty is part of the loss (coupled, Adam sees its gradient);
+    # "decoupled": RecAdam-style pull towards theta* applied outside Adam (Chen et al. 2020)
+    recall_form: str = "coupled"
     # ListMLE over anchor-SAN similarities ranked by a teacher (SAN Eq. 5)
     listmle_weight: float = 0.0
     listmle_tau: float = 0.05
-    teacher_model: str | None = None  # None: the initial model
-    teacher_pooler: str = "avg"
+    # RankCSE terms (SAN Eq. 6: beta*L_consistency + gamma*L_ListMLE): JS consistency between the
+    # two views' in-batch similarity distributions, and ranking distillation from the teachers
+    consistency_weight: float = 0.0
+    consistency_form: str = "js"
+    distill_weight: float = 0.0
+    distill_loss: str = "listmle"
+    distill_tau: float = 0.05
+    # teachers: [{model: <name or path>} | {method: <preset trained in the same workflow>},
+    #            weight, pooler (null: the model's own export / cls_before_pooler), template, seed]
+    teachers: list[dict[str, Any]] | None = None
+    allow_untrained_teacher: bool = False  # the untrained init_model as teacher: refused unless true
     post_process: bool = False  # replace dropped SAN negatives by the SNCSE negation
+    # rows whose augmentation failed: "keep" (references train on every row) or "drop" (counted)
+    failed_augmentation: str = "keep"
+    # the negation rules the run expects (the negation shard manifest's "rules" must match)
+    negation_rules: str = "sncse"
     # model selection on STS-B dev (null: all 1500 pairs; an integer subsamples: CI only)
     dev_max_pairs: int | None = None
     # bookkeeping
@@ -119,6 +148,83 @@ class TrainSettings:
                 bad(name, "must be >= 0")
         if self.listmle_weight > 0 and self.negatives != "san":
             bad("listmle_weight", "ListMLE+SAN needs negatives: san")
+        if self.templates is not None:
+            from hardneg.encoders.templates import get_template
+
+            for t in self.templates:
+                try:
+                    get_template(t)
+                except ValueError as exc:
+                    bad("templates", f"{exc}; a prompt template needs a [MASK] slot and {{sentence}}")
+        if self.view_templates is not None:
+            if not isinstance(self.view_templates, dict):
+                bad("view_templates", "must be a mapping view -> anchor|positive")
+            for view, which in self.view_templates.items():
+                if view not in VIEWS:
+                    bad("view_templates", f"unknown view {view!r} (known: {', '.join(VIEWS)})")
+                if which not in VIEW_TEMPLATE_CHOICES:
+                    bad("view_templates", f"view {view!r}: must be one of {', '.join(VIEW_TEMPLATE_CHOICES)}")
+        for name, choices in (("recall_form", RECALL_FORMS), ("distill_loss", DISTILL_LOSSES),
+                              ("consistency_form", CONSISTENCY_FORMS),
+                              ("failed_augmentation", FAILED_AUGMENTATION)):
+            if getattr(self, name) not in choices:
+                bad(name, f"must be one of {', '.join(choices)}")
+        if not isinstance(self.negation_rules, str) or not self.negation_rules:
+            bad("negation_rules", "must be a rule-set name (sncse, root)")
+        if self.distill_tau <= 0:
+            bad("distill_tau", "must be > 0")
+        for name in ("consistency_weight", "distill_weight"):
+            if getattr(self, name) < 0:
+                bad(name, "must be >= 0")
+        self._validate_teachers(bad)
+
+    def _validate_teachers(self, bad) -> None:
+        if self.teachers is not None:
+            if not isinstance(self.teachers, list) or not self.teachers:
+                bad("teachers", "must be a non-empty list of {model|method, weight, ...} or null")
+            for i, t in enumerate(self.teachers):
+                where = f"teachers[{i}]"
+                if not isinstance(t, dict):
+                    bad("teachers", f"{where} must be a mapping")
+                unknown = sorted(set(t) - TEACHER_KEYS)
+                if unknown:
+                    bad("teachers", f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(TEACHER_KEYS))})")
+                if "model" not in t and "method" not in t:
+                    bad("teachers", f"{where}: give 'model' (a model name/path) or 'method' (a preset trained "
+                                    f"in the same workflow, which resolves it to that run's exported model)")
+                w = t.get("weight", 1.0)
+                if isinstance(w, bool) or not isinstance(w, (int, float)) or w <= 0:
+                    bad("teachers", f"{where}: weight must be a number > 0")
+                if t.get("pooler") is not None and t["pooler"] not in POOLERS:
+                    bad("teachers", f"{where}: pooler must be one of {', '.join(POOLERS)}")
+                if t.get("template") is not None:
+                    from hardneg.encoders.templates import get_template
+
+                    try:
+                        get_template(t["template"])
+                    except ValueError as exc:
+                        bad("teachers", f"{where}: template: {exc}")
+                if t.get("method") == self.method:
+                    bad("teachers", f"{where}: a method cannot be its own teacher")
+        if self.needs_teacher() and not self.teachers and not self.allow_untrained_teacher:
+            bad("teachers", f"method {self.method!r} ranks with a teacher (distill_weight/listmle_weight > 0) but "
+                            f"none is configured; set e.g. teachers: [{{method: simcse}}] or [{{model: ...}}] "
+                            f"(the untrained init_model is used only with allow_untrained_teacher: true)")
+
+    def needs_teacher(self) -> bool:
+        """True when an objective term ranks by teacher similarities (RankCSE / SAN Eq. 5-7)."""
+        return self.distill_weight > 0 or self.listmle_weight > 0
+
+    def view_template(self, view: str) -> str | None:
+        """The template the ``view`` (anchor, positive, negation, paraphrase, san) is encoded with."""
+        if not self.templates:
+            return None
+        if view == "anchor":
+            return self.templates[0]
+        if view == "positive":
+            return self.templates[1]
+        which = {**DEFAULT_VIEW_TEMPLATES, **(self.view_templates or {})}[view]
+        return self.templates[0] if which == "anchor" else self.templates[1]
 
     # ----- which augmentation columns the objectives read -----
     def needed_columns(self) -> list[str]:

@@ -31,11 +31,13 @@ from hardneg.train.objectives import (
     HiNCE,
     InfoNCE,
     ListMLESAN,
+    RankingConsistency,
+    RankingDistillation,
     RecallLoss,
     TwoWayMaxMargin,
 )
-from hardneg.train.objectives._common import cosine_matrix
 from hardneg.train.settings import TrainSettings
+from hardneg.train.teachers import Teachers, load_teachers, resolve_specs
 
 log = logging.getLogger(__name__)
 
@@ -51,21 +53,22 @@ class IncompatibleCheckpoint(ValueError):
 # ----------------------------------------------------------------------------------------------
 class StepModel(nn.Module):
     """Every forward pass of one step inside ONE forward call (so DDP sees one forward per
-    backward): views (+ negation, paraphrase) at the model's dropout, SAN at ``san_dropout``."""
+    backward): views (+ negation, paraphrase) at the model's dropout, SAN at ``san_dropout``.
+    Each view's template is ``settings.view_template(view)`` (SNCSE: negation and SAN negatives
+    in the positive's template)."""
 
     def __init__(self, encoder: ContrastiveEncoder, settings: TrainSettings) -> None:
         super().__init__()
         self.encoder = encoder
         self.s = settings
-        t = settings.templates or [None, None]
-        self.t1, self.t2 = t[0], t[1]
+        self.t1, self.t2 = settings.view_template("anchor"), settings.view_template("positive")
 
     def forward(self, texts: list[str], extra: dict[str, list[str]]) -> dict[str, torch.Tensor]:
         p = self.encoder.prompt
         groups = [("anchor", p.ids(texts, self.t1)), ("positive", p.ids(texts, self.t2))]
         for col in ("negation", "paraphrase"):
             if col in extra:
-                groups.append((col, p.ids(extra[col], self.t1)))
+                groups.append((col, p.ids(extra[col], self.s.view_template(col))))
         rows = [r for _, g in groups for r in g]
         batch = {k: v.to(self.encoder.device) for k, v in p.pad(rows).items()}
         vecs = self.encoder.embed(batch, use_mlp=True)
@@ -75,13 +78,16 @@ class StepModel(nn.Module):
             start += len(g)
         if "san" in extra:
             with dropout_rate(self.encoder, self.s.san_dropout):
-                out["san"] = self.encoder.embed(self.encoder.tokenize(extra["san"], self.t1), use_mlp=True)
+                out["san"] = self.encoder.embed(self.encoder.tokenize(extra["san"], self.s.view_template("san")),
+                                                use_mlp=True)
         return out
 
 
 class Objective(nn.Module):
     """The configured loss: InfoNCE or HiNCE over the global batch, plus weighted BML (SNCSE),
-    two-way margin + recall (OssCSE: L = lc + lr + lambda*lm), ListMLE+SAN (SAN Eq. 6)."""
+    two-way margin + recall (OssCSE: L = lc + lr + lambda*lm), RankCSE's consistency and ranking
+    distillation and ListMLE+SAN (SAN Eq. 6: beta*Lcons + gamma*LListMLE + LHiNCE + lambda*LListMLE+SAN;
+    Eq. 7: mu*LBML + lambda*LListMLE + zeta*LHiNCE + beta*LListMLE+SAN, zeta = 1)."""
 
     def __init__(self, s: TrainSettings, encoder: ContrastiveEncoder) -> None:
         super().__init__()
@@ -90,6 +96,9 @@ class Objective(nn.Module):
         self.bml = BidirectionalMargin(s.bml_alpha, s.bml_beta) if s.bml_weight > 0 else None
         self.margin = TwoWayMaxMargin(s.margin_alpha, s.margin_beta) if s.margin_weight > 0 else None
         self.listmle = ListMLESAN(s.listmle_tau) if s.listmle_weight > 0 else None
+        self.consistency = (RankingConsistency(s.temperature, s.consistency_form)
+                            if s.consistency_weight > 0 else None)
+        self.distill = RankingDistillation(s.distill_tau, s.distill_loss) if s.distill_weight > 0 else None
         # recall loss over the backbone's weights (the pretrained model's parameters, OssCSE Eq. 4)
         self.recall_params = [p for p in encoder.backbone.parameters() if p.requires_grad]
         self.recall = (RecallLoss([(n, p) for n, p in encoder.backbone.named_parameters() if p.requires_grad],
@@ -97,7 +106,7 @@ class Objective(nn.Module):
                        if s.recall_gamma > 0 else None)
 
     def forward(self, emb: dict[str, torch.Tensor], info: D.DistInfo,
-                teacher_sims: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+                teacher_sims: dict[str, torch.Tensor] | None = None) -> tuple[torch.Tensor, dict[str, float]]:
         """(loss to back-propagate, logged components). Global-batch terms are scaled by the
         world size so that DDP's gradient averaging gives the single-device gradient."""
         g1 = D.gather_with_grad(emb["anchor"], info)
@@ -110,8 +119,14 @@ class Objective(nn.Module):
             parts["infonce"] = self.contrast(g1, g2)
         global_terms = parts[next(iter(parts))]
         if self.listmle is not None:
-            parts["listmle_san"] = self.listmle(g1, gs, teacher_sims)
+            parts["listmle_san"] = self.listmle(g1, gs, teacher_sims["san"])
             global_terms = global_terms + self.s.listmle_weight * parts["listmle_san"]
+        if self.consistency is not None:
+            parts["consistency"] = self.consistency(g1, g2)
+            global_terms = global_terms + self.s.consistency_weight * parts["consistency"]
+        if self.distill is not None:
+            parts[f"distill_{self.s.distill_loss}"] = self.distill(g1, g2, teacher_sims["distill"])
+            global_terms = global_terms + self.s.distill_weight * parts[f"distill_{self.s.distill_loss}"]
         local_terms = torch.zeros((), device=g1.device)
         if self.bml is not None:
             parts["bml"] = self.bml(emb["anchor"], emb["positive"], emb["negation"])
@@ -119,7 +134,7 @@ class Objective(nn.Module):
         if self.margin is not None:
             parts["margin"] = self.margin(emb["anchor"], emb["paraphrase"], emb["negation"])
             local_terms = local_terms + self.s.margin_weight * parts["margin"]
-        if self.recall is not None:
+        if self.recall is not None and self.s.recall_form == "coupled":  # OssCSE Eq. 5: L = lc + lr + lambda*lm
             parts["recall"] = self.recall(self.recall_params)
             local_terms = local_terms + parts["recall"]
         total = global_terms + local_terms
@@ -238,8 +253,10 @@ def train(
     work.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(s.seed)  # identical initial weights (MLP) on every rank
 
+    teacher_specs = resolve_specs(s)  # bad teacher settings fail before any data or model is read
     if data is None:
-        data = load_training_data(corpus_shards, augment_shards, s.needed_columns(), s.post_process)
+        data = load_training_data(corpus_shards, augment_shards, s.needed_columns(), s.post_process,
+                                  failed=s.failed_augmentation, negation_rules=s.negation_rules)
     global_batch = s.batch_size * info.world_size
     n_batches = batches_per_epoch(len(data), global_batch)
     if n_batches == 0:
@@ -258,11 +275,8 @@ def train(
     if info.enabled:
         step_model = torch.nn.parallel.DistributedDataParallel(
             step_model, device_ids=[info.local_rank] if device.type == "cuda" else None)
-    teacher = None
-    if s.listmle_weight > 0:
-        teacher = ContrastiveEncoder.from_pretrained(s.teacher_model or s.init_model, s.teacher_pooler,
-                                                     s.max_length, False, setting="train.teacher_model")
-        teacher.to(device).eval().requires_grad_(False)
+    teachers = (Teachers(teacher_specs, load_teachers(teacher_specs, encoder, s.max_length, device), s)
+                if teacher_specs else None)
 
     params = [p for p in encoder.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=s.lr, weight_decay=s.weight_decay)
@@ -346,7 +360,6 @@ def train(
     frame = data.frame
     texts_all = frame["text"].to_list()
     extra_all = {c: frame[c].to_list() for c in cols if c in ("san", "negation", "paraphrase")}
-    teacher_texts = "san" in extra_all and teacher is not None
     bar = tqdm(total=total_steps, initial=step, desc=f"train {s.method}", unit="step",
                disable=not (s.show_progress and info.is_main))
     t_last, n_sent = time.perf_counter(), 0
@@ -356,12 +369,7 @@ def train(
         rows = batch_rows(len(data), s.seed, epoch, index, global_batch, info.rank, info.world_size)
         texts = [texts_all[i] for i in rows]
         extra = {c: [v[i] for i in rows] for c, v in extra_all.items()}
-        teacher_sims = None
-        if teacher_texts:
-            with torch.no_grad():
-                ta = D.gather_no_grad(teacher(texts, use_mlp=False).float(), info)
-                tn = D.gather_no_grad(teacher(extra["san"], use_mlp=False).float(), info)
-                teacher_sims = cosine_matrix(ta, tn)
+        teacher_sims = teachers.similarities(texts, extra.get("san"), info) if teachers is not None else None
         with torch.autocast(device.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
             emb = step_model(texts, extra)
         assert emb["anchor"].shape[0] * info.world_size == global_batch
@@ -377,6 +385,8 @@ def train(
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, s.grad_clip if s.grad_clip > 0 else float("inf")))
         scaler.step(optimizer)
         scaler.update()
+        if objective.recall is not None and s.recall_form == "decoupled":
+            objective.recall.decoupled_step(objective.recall_params, scheduler.get_last_lr()[0])
         scheduler.step()
         step += 1
         steps_this_run += 1

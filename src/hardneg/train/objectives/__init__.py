@@ -5,14 +5,24 @@ from hardneg.train.objectives.infonce import InfoNCE
 from hardneg.train.objectives.listmle import ListMLESAN, listmle
 from hardneg.train.objectives.margin import BidirectionalMargin, two_way_margin
 from hardneg.train.objectives.osscse import RecallLoss, TwoWayMaxMargin
+from hardneg.train.objectives.rankcse import (
+    RankingConsistency,
+    RankingDistillation,
+    js_divergence,
+    listnet,
+)
 
 __all__ = [
     "BidirectionalMargin",
     "HiNCE",
     "InfoNCE",
     "ListMLESAN",
+    "RankingConsistency",
+    "RankingDistillation",
     "RecallLoss",
     "TwoWayMaxMargin",
+    "js_divergence",
     "listmle",
+    "listnet",
     "two_way_margin",
 ]

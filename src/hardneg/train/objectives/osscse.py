@@ -55,3 +55,15 @@ class RecallLoss(nn.Module):
         if total is None:
             return torch.zeros(())
         return 0.5 * self.gamma * total
+
+    @torch.no_grad()
+    def decoupled_step(self, params: Iterable[torch.Tensor], lr: float) -> None:
+        """RecAdam-style decoupled form (Chen et al. 2020, cited by OssCSE §4): after the optimizer
+        step, ``theta <- theta - lr * gamma * (theta - theta*)``, i.e. the gradient of Eq. 4 applied
+        outside Adam's moment normalisation (as AdamW decouples weight decay). Not OssCSE's default:
+        Eq. 5 adds l_r to the loss (``recall_form: coupled``)."""
+        params = list(params)
+        if len(params) != len(self.names):
+            raise ValueError(f"recall loss: expected {len(self.names)} tensors, got {len(params)}")
+        for key, p in zip(self.names, params):
+            p.sub_(lr * self.gamma * (p - getattr(self, key).to(p.dtype)))

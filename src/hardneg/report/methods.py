@@ -1,0 +1,59 @@
+"""The report's method table: each trained method's paper source and its non-default deviations.
+
+A deviation is a training setting whose value differs from the method's preset (the papers'
+values), read from each run's ``summary.json`` (``settings``); bookkeeping settings and the run's
+identity (method, seed, init_model) are not deviations.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import polars as pl
+
+from hardneg.train.presets import METHOD_SOURCES, PRESETS
+from hardneg.train.settings import NON_STRUCTURAL, TrainSettings
+
+_IDENTITY = frozenset({"method", "seed", "init_model", "show_progress"})
+
+
+def deviations(settings: dict) -> list[str]:
+    """``key: preset -> run`` for every setting of a run that differs from its method's preset."""
+    method = settings.get("method")
+    if method not in PRESETS:
+        return [f"method {method!r}: no preset"]
+    base = TrainSettings.from_dict({**PRESETS[method], "method": method, "allow_untrained_teacher": True}).to_dict()
+    out = []
+    for key in sorted(settings):
+        if key in _IDENTITY or key in NON_STRUCTURAL:
+            continue
+        if key == "allow_untrained_teacher" and not settings[key]:
+            continue
+        if base.get(key) != settings[key]:
+            out.append(f"{key}: {json.dumps(base.get(key))} -> {json.dumps(settings[key])}")
+    return out
+
+
+def method_table(summaries: Iterable[str | Path]) -> pl.DataFrame:
+    """One row per method: paper source, seeds, and the deviations (identical across seeds, else
+    listed per seed)."""
+    by_method: dict[str, dict[int, list[str]]] = {}
+    for path in summaries:
+        try:
+            rec = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: cannot read the training summary ({exc})") from exc
+        s = rec.get("settings") or {}
+        by_method.setdefault(str(rec.get("method", s.get("method"))), {})[int(rec.get("seed", -1))] = deviations(s)
+    rows = []
+    for method in sorted(by_method):
+        seeds = by_method[method]
+        devs = {tuple(v) for v in seeds.values()}
+        text = ("; ".join(next(iter(devs))) or "none") if len(devs) == 1 else \
+            " | ".join(f"seed {k}: {'; '.join(v) or 'none'}" for k, v in sorted(seeds.items()))
+        rows.append({"method": method, "paper source": METHOD_SOURCES.get(method, "(no source recorded)"),
+                     "seeds": ", ".join(str(k) for k in sorted(seeds)), "non-default settings": text})
+    schema = {"method": pl.String, "paper source": pl.String, "seeds": pl.String, "non-default settings": pl.String}
+    return pl.DataFrame(rows, schema=schema)

@@ -1,0 +1,146 @@
+"""Teachers for RankCSE-style ranking distillation (SAN Eq. 5-7).
+
+A teacher is a configured model (the SAN paper: DiffCSE-base and SimCSE-large, weights 0.33/0.67)
+or the exported model of another method trained in the same workflow (``{method: simcse}``; the
+workflow resolves it to ``results/train/<experiment>/<method>/seed<seed>/model`` and adds it as an
+input of the student's train job). Each teacher encodes with its own pooler and template (the
+export's ``hardneg_pooling.json`` / ``1_Pooling``, else ``cls_before_pooler`` as RankCSE's code
+picks for SimCSE/DiffCSE teachers); similarities are computed under no_grad and summed with the
+teachers' weights. Teachers must share the student's vocabulary: the reference feeds the
+student's token ids to the teachers (docs/deviations.md).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from hardneg.models.resolve import resolve_model
+from hardneg.train import distributed as D
+from hardneg.train.model import ContrastiveEncoder
+from hardneg.train.objectives._common import cosine_matrix
+from hardneg.train.settings import TrainSettings
+
+log = logging.getLogger(__name__)
+
+# sentence-transformers Pooling mode -> our pooler
+_ST_POOLERS = {"pooling_mode_cls_token": "cls_before_pooler", "pooling_mode_mean_tokens": "avg"}
+
+
+class TeacherError(ValueError):
+    """A teacher that cannot be used; the message names the setting."""
+
+
+@dataclass
+class TeacherSpec:
+    """One resolved teacher: what to load and how it pools."""
+
+    setting: str  # e.g. "train setting 'teachers[0]' (method simcse)"
+    model: str
+    weight: float
+    pooler: str
+    template: str | None  # a fixed template for every view; None: the student's per view (mask pooler)
+
+
+def _export_pooling(path: str) -> tuple[str | None, str | None]:
+    """(pooler, template) recorded in an exported folder, or (None, None)."""
+    d = Path(path)
+    if not d.is_dir():
+        return None, None
+    hp = d / "hardneg_pooling.json"
+    if hp.exists():
+        rec = json.loads(hp.read_text())
+        return rec.get("pooler"), rec.get("template")
+    st = d / "1_Pooling" / "config.json"
+    if st.exists():
+        cfg = json.loads(st.read_text())
+        for key, pooler in _ST_POOLERS.items():
+            if cfg.get(key):
+                if pooler == "cls_before_pooler" and (d / "2_Dense").exists():
+                    return "cls", None
+                return pooler, None
+    return None, None
+
+
+def resolve_specs(s: TrainSettings) -> list[TeacherSpec]:
+    """The run's teachers, checked against the untrained-teacher rule; [] when none is needed."""
+    if not s.needs_teacher():
+        return []
+    if not s.teachers:  # validate() allowed this only with allow_untrained_teacher
+        log.warning("teacher = the untrained initial model %s (allow_untrained_teacher: true)", s.init_model)
+        return [TeacherSpec("train setting 'allow_untrained_teacher'", s.init_model, 1.0, s.export_pooler, None)]
+    init = resolve_model(s.init_model, setting="train.init_model")
+    specs = []
+    for i, t in enumerate(s.teachers):
+        setting = f"train setting 'teachers[{i}]'" + (f" (method {t['method']})" if "method" in t else "")
+        if "model" not in t:
+            raise TeacherError(f"{setting}: a method teacher is resolved to its exported model by the workflow "
+                               f"(rules/functions/train.smk); outside the workflow give model: <path>/model")
+        try:
+            path = resolve_model(t["model"], setting=setting)
+        except FileNotFoundError as exc:
+            raise TeacherError(f"{exc}") from None
+        if path == init and not s.allow_untrained_teacher:
+            raise TeacherError(f"{setting}: teacher {t['model']!r} is the untrained initial model (init_model); "
+                               f"set allow_untrained_teacher: true to rank with it anyway")
+        pooler, template = _export_pooling(path)
+        pooler = t.get("pooler") or pooler or "cls_before_pooler"
+        if t.get("template"):
+            template = t["template"]  # explicit: every view
+        elif pooler == "mask" and s.templates:
+            template = None  # the student's template per view (the reference feeds the student's ids)
+        specs.append(TeacherSpec(setting, path, float(t.get("weight", 1.0)), pooler, template))
+    return specs
+
+
+def load_teachers(specs: list[TeacherSpec], student: ContrastiveEncoder, max_length: int,
+                  device: torch.device) -> list[ContrastiveEncoder]:
+    """Load every teacher (eval mode, frozen) or raise TeacherError naming its setting."""
+    out = []
+    vocab = student.tokenizer.get_vocab()
+    for spec in specs:
+        try:
+            enc = ContrastiveEncoder.from_pretrained(spec.model, spec.pooler, max_length, False, setting=spec.setting)
+        except (OSError, ValueError) as exc:
+            raise TeacherError(f"{spec.setting}: cannot load teacher model {spec.model!r}: {exc}") from None
+        if enc.tokenizer.get_vocab() != vocab:
+            raise TeacherError(f"{spec.setting}: teacher {spec.model!r} has a different tokenizer vocabulary from "
+                               f"the student's; RankCSE feeds the student's token ids to its teachers, so they "
+                               f"must share the tokenizer")
+        if spec.pooler == "mask" and enc.tokenizer.mask_token is None:
+            raise TeacherError(f"{spec.setting}: pooler 'mask' needs a tokenizer with a mask token")
+        out.append(enc.to(device).eval().requires_grad_(False))
+    return out
+
+
+class Teachers:
+    """Weighted teacher similarities for one batch (global batch under DDP)."""
+
+    def __init__(self, specs: list[TeacherSpec], encoders: list[ContrastiveEncoder], s: TrainSettings) -> None:
+        self.specs, self.encoders, self.s = specs, encoders, s
+
+    def _template(self, spec: TeacherSpec, view: str) -> str | None:
+        if spec.template is not None:
+            return spec.template
+        return self.s.view_template(view) if spec.pooler == "mask" else None
+
+    @torch.no_grad()
+    def similarities(self, texts: list[str], san: list[str] | None,
+                     info: D.DistInfo) -> dict[str, torch.Tensor]:
+        """{"distill": sum_k w_k cos(a, p)/distill_tau, "san": sum_k w_k cos(a, san)/listmle_tau}."""
+        out: dict[str, torch.Tensor] = {}
+        for spec, enc in zip(self.specs, self.encoders):
+            a = D.gather_no_grad(enc(texts, self._template(spec, "anchor"), use_mlp=False).float(), info)
+            if self.s.distill_weight > 0:
+                p = D.gather_no_grad(enc(texts, self._template(spec, "positive"), use_mlp=False).float(), info)
+                d = spec.weight * cosine_matrix(a, p) / self.s.distill_tau
+                out["distill"] = d if "distill" not in out else out["distill"] + d
+            if self.s.listmle_weight > 0 and san is not None:
+                n = D.gather_no_grad(enc(san, self._template(spec, "san"), use_mlp=False).float(), info)
+                d = spec.weight * cosine_matrix(a, n) / self.s.listmle_tau
+                out["san"] = d if "san" not in out else out["san"] + d
+        return out
