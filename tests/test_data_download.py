@@ -7,9 +7,9 @@ import json
 import socket
 
 import pytest
+from httpmirror import serve
 
 from hardneg.data.download import DownloadError, download, resolve_url
-from httpmirror import serve
 
 UPSTREAM = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/"
 WIKI = "wiki1m_for_simcse.txt"
@@ -101,3 +101,132 @@ def test_unreachable_mirror_names_url(tmp_path):
 def test_missing_folder_mirror(tmp_path):
     with pytest.raises(DownloadError, match="no such file in mirror"):
         download(UPSTREAM + WIKI, tmp_path / WIKI, mirror=str(tmp_path / "empty"), progress=False)
+
+
+@pytest.mark.parametrize("overlay", ["tiny.yaml", "quick.yaml"])
+def test_offline_overlays_pin_the_mirror_files(overlay, repo_root, mirror_dir):
+    """The mirror's senteval.tar is repacked and its wiki file an excerpt: their own sums."""
+    from hardneg.config import load_config
+
+    cfg = load_config([repo_root / "config.yaml", repo_root / "experiments" / overlay])
+    folder = mirror_dir / "datasets/princeton-nlp/datasets-for-simcse/resolve/main"
+    for name in (cfg["data"]["corpus_file"], cfg["data"]["senteval_file"]):
+        assert cfg["data"]["sha256"][name] == hashlib.sha256((folder / name).read_bytes()).hexdigest()
+
+
+# --- resume safety (issue 14 points 2, 3, 7): a small file served from a temp folder ---------
+
+
+def _served(tmp_path, size=50_000, seed=1):
+    import random
+
+    srv = tmp_path / "srv"
+    srv.mkdir(exist_ok=True)
+    data = random.Random(seed).randbytes(size)
+    (srv / "f.bin").write_bytes(data)
+    dest = tmp_path / "out" / "f.bin"
+    dest.parent.mkdir(exist_ok=True)
+    return srv, data, dest
+
+
+def _part(dest):
+    return dest.with_name(dest.name + ".part")
+
+
+def test_test_server_answers_like_a_real_server(tmp_path):
+    import urllib.error
+    import urllib.request
+
+    srv, data, _ = _served(tmp_path, size=1000)
+    with serve(srv) as (base, _):
+        with urllib.request.urlopen(base + "/f.bin") as r:
+            etag = r.headers["ETag"]
+            assert r.status == 200 and r.headers["Last-Modified"]
+        req = urllib.request.Request(base + "/f.bin", headers={"Range": "bytes=600-"})
+        with urllib.request.urlopen(req) as r:
+            assert r.status == 206 and r.headers["Content-Range"] == "bytes 600-999/1000"
+        req = urllib.request.Request(base + "/f.bin", headers={"Range": "bytes=1000-"})
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req)
+        assert err.value.code == 416 and err.value.headers["Content-Range"] == "bytes */1000"
+        req = urllib.request.Request(base + "/f.bin", headers={"Range": "bytes=600-", "If-Range": '"old"'})
+        with urllib.request.urlopen(req) as r:
+            assert r.status == 200 and r.read() == data
+        req = urllib.request.Request(base + "/f.bin", headers={"Range": "bytes=600-", "If-Range": etag})
+        with urllib.request.urlopen(req) as r:
+            assert r.status == 206
+
+
+def test_stale_part_without_sidecar_is_not_resumed(tmp_path):
+    """Garbage (another file, another mirror) in a .part never becomes part of the download."""
+    srv, data, dest = _served(tmp_path)
+    _part(dest).write_bytes(b"garbage from another mirror" * 100)
+    with serve(srv) as (base, handler):
+        rec = download(base + "/f.bin", dest, backoff_s=0, progress=False)
+        assert [r for _, r in handler.hits] == [None]
+    assert dest.read_bytes() == data and rec["sha256"] == hashlib.sha256(data).hexdigest()
+    assert not _part(dest).exists() and not dest.with_name("f.bin.part.json").exists()
+
+
+def test_part_of_an_older_version_restarts_via_if_range(tmp_path):
+    srv, _, dest = _served(tmp_path, seed=1)
+    with serve(srv) as (base, handler):
+        handler.truncate_first["/f.bin"] = 20_000
+        with pytest.raises(DownloadError):
+            download(base + "/f.bin", dest, retries=0, progress=False)
+        assert _part(dest).stat().st_size == 20_000
+        new = hashlib.sha256(b"v2").digest() * 2000  # the file changes upstream, same name
+        (srv / "f.bin").write_bytes(new)
+        download(base + "/f.bin", dest, backoff_s=0, progress=False)
+        assert handler.if_ranges[-1] is not None  # resumed conditionally...
+    assert dest.read_bytes() == new  # ...and the server's 200 started it over
+
+
+def test_complete_part_finishes_on_416(tmp_path):
+    """All bytes already in the .part: the server answers 416 bytes */N, we verify and finish."""
+    srv, data, dest = _served(tmp_path)
+    with serve(srv) as (base, handler):
+        handler.truncate_first["/f.bin"] = 10_000
+        with pytest.raises(DownloadError):
+            download(base + "/f.bin", dest, retries=0, progress=False)
+        _part(dest).write_bytes(data)  # the rest arrived before the kill
+        rec = download(base + "/f.bin", dest, retries=2, backoff_s=0, progress=False,
+                       sha256=hashlib.sha256(data).hexdigest())
+        assert handler.hits[-1] == ("/f.bin", f"bytes={len(data)}-")
+    assert rec["sha256_verified"] and dest.read_bytes() == data
+
+
+def test_overlong_part_starts_over_on_416(tmp_path):
+    srv, data, dest = _served(tmp_path)
+    with serve(srv) as (base, handler):
+        handler.truncate_first["/f.bin"] = 10_000
+        with pytest.raises(DownloadError):
+            download(base + "/f.bin", dest, retries=0, progress=False)
+        _part(dest).write_bytes(data + b"tail")  # longer than the file: not this file
+        download(base + "/f.bin", dest, retries=1, backoff_s=0, progress=False)
+    assert dest.read_bytes() == data
+
+
+def test_206_with_wrong_content_range_is_not_appended(tmp_path):
+    srv, data, dest = _served(tmp_path)
+    with serve(srv) as (base, handler):
+        handler.truncate_first["/f.bin"] = 10_000
+        handler.bad_content_range.add("/f.bin")
+        download(base + "/f.bin", dest, retries=2, backoff_s=0, progress=False)
+    assert dest.read_bytes() == data
+
+
+def test_checksum_mismatch_of_a_fresh_download_is_not_retried(tmp_path):
+    srv, _, dest = _served(tmp_path)
+    with serve(srv) as (base, handler):
+        with pytest.raises(DownloadError, match="sha256 mismatch"):
+            download(base + "/f.bin", dest, sha256="0" * 64, retries=5, backoff_s=0,
+                     progress=False)
+        assert len(handler.hits) == 1
+
+
+def test_folder_mirror_part_of_another_file_is_not_resumed(tmp_path):
+    srv, data, dest = _served(tmp_path)
+    _part(dest).write_bytes(b"x" * 1000)
+    rec = download("https://example.org/f.bin", dest, mirror=str(srv), progress=False)
+    assert dest.read_bytes() == data and rec["bytes"] == len(data)

@@ -7,6 +7,7 @@ import math
 import os
 import socket
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import polars as pl
@@ -196,30 +197,111 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+class _RecordingAdamW(torch.optim.AdamW):
+    """AdamW that keeps every step's gradients (after DDP's all-reduce) so a test can compare
+    them; the update itself is AdamW's, unchanged."""
+
+    record: ClassVar[list[list[torch.Tensor]]] = []
+
+    def step(self, closure=None):
+        type(self).record.append([p.grad.detach().clone() for g in self.param_groups for p in g["params"]])
+        return super().step(closure)
+
+
 def _ddp_worker(rank: int, world: int, port: int, s: TrainSettings, corpus: list, out: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
+    torch.optim.AdamW = _RecordingAdamW  # this spawned process only
     import torch.distributed as dist
 
     try:
         train(s, corpus, out)
+        torch.save(_RecordingAdamW.record, Path(out) / f"grads-rank{rank}.pt")
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
 
 
-def test_ddp_two_processes_matches_single_process_global_batch(tmp_path, tiny_mlm_dir, shards):
+EPS32 = torch.finfo(torch.float32).eps
+
+
+def _trained_names(s: TrainSettings) -> list[str]:
+    """Names of the trainable parameters, in the order the trainer hands them to the optimizer
+    (backbone names as in the exported model.safetensors)."""
+    from hardneg.train.model import ContrastiveEncoder
+
+    enc = ContrastiveEncoder.from_pretrained(s.init_model, s.pooler, s.max_length, s.mlp_only_train, s.dropout)
+    return [n.removeprefix("backbone.") for n, p in enc.named_parameters() if p.requires_grad]
+
+
+def test_ddp_two_processes_matches_single_process_global_batch(tmp_path, tiny_mlm_dir, shards, monkeypatch):
     """Without dropout, 2 ranks x batch 2 must equal 1 process x batch 4: same global batch,
-    all-gathered negatives, gradients kept for the local slice."""
+    all-gathered negatives, gradients kept for the local slice.
+
+    DDP makes the loss and the gradients equal up to float32 summation order (gloo's all-reduce,
+    batch 2 vs 4 matmuls); Adam then divides by |g|, so a gradient component within rounding of
+    0 may take a different lr-sized step on another CPU. So: compare loss and gradients with a
+    float32 bound, and the weights with a bound that follows from those through Adam's update.
+    """
     import torch.multiprocessing as mp
 
     s = settings(tiny_mlm_dir, "simcse", batch_size=2, dropout=0.0, max_steps=2)
     mp.spawn(_ddp_worker, args=(2, _free_port(), s, shards["corpus"], str(tmp_path / "ddp")), nprocs=2, join=True)
+    monkeypatch.setattr(torch.optim, "AdamW", _RecordingAdamW)
+    monkeypatch.setattr(_RecordingAdamW, "record", [])
     single = settings(tiny_mlm_dir, "simcse", batch_size=4, dropout=0.0, max_steps=2)
     train(single, shards["corpus"], tmp_path / "single")
     summary = json.loads((tmp_path / "ddp" / "summary.json").read_text())
     assert summary["global_batch"] == 4 and summary["world_size"] == 2 and summary["per_device_batch"] == 2
-    a, b = weights(tmp_path / "ddp" / "model"), weights(tmp_path / "single" / "model")
-    for k in a:
-        torch.testing.assert_close(a[k], b[k], rtol=1e-4, atol=1e-5, msg=k)
+
+    def train_rows(run: str) -> list[dict]:
+        lines = (tmp_path / run / "metrics.jsonl").read_text().splitlines()
+        return [r for r in map(json.loads, lines) if r["kind"] == "train"]
+
+    ddp_rows, one_rows = train_rows("ddp"), train_rows("single")
+    g_ddp = [torch.load(tmp_path / "ddp" / f"grads-rank{r}.pt") for r in range(2)]
+    g_one = _RecordingAdamW.record
+    assert len(g_ddp[0]) == len(g_ddp[1]) == len(g_one) == 2
+    # After the all-reduce every rank holds the same averaged gradient, bit for bit.
+    for a, b in zip(g_ddp[0][0] + g_ddp[0][1], g_ddp[1][0] + g_ddp[1][1]):
+        assert torch.equal(a, b)
+
+    # Float32 bound for one forward+backward: sums of at most K = 4 x 24 = 96 terms (tokens in
+    # the global batch; hidden 32, intermediate 64 are shorter), each carrying relative error
+    # <= K*eps (Higham's gamma_K), along a chain of at most DEPTH = 36 such operations (2 layers
+    # x 7 matmul/softmax/LayerNorm, embeddings, pooler, loss; forward and backward).
+    rel = 96 * 36 * EPS32  # ~4e-4: normwise relative error of the loss terms and gradients
+    # Step 1 (same initial weights): the logged loss (on the gathered batch) and the gradients.
+    # Logits are cosines / temperature, so their error is at most rel / temperature.
+    assert abs(ddp_rows[0]["loss"] - one_rows[0]["loss"]) <= rel / s.temperature
+    assert ddp_rows[0]["grad_norm"] == pytest.approx(one_rows[0]["grad_norm"], rel=rel)
+    g1_norm = one_rows[0]["grad_norm"]  # normwise: errors scale with the whole gradient
+    for i, (a, b) in enumerate(zip(g_ddp[0][0], g_one[0])):
+        err = float((a - b).abs().max())
+        assert err <= rel * g1_norm, f"step-1 gradient of parameter {i} {tuple(b.shape)}: {err:.3g}"
+
+    # Weights after 2 AdamW steps (lr, then lr/2). Adam's first steps move each weight by
+    # lr_t * g/(|g| + eps_adam) (bias-corrected; |step| <= ~lr_t): a gradient error dg changes
+    # that by at most 2*dg/|g|, and by at most 2 (a sign flip) when |g| is within rounding of 0.
+    # dg is bounded per step by rel * (that step's gradient norm); the step-2 gradient comes from
+    # the step-1 weights, which agree to that same bound except where step 1 was sign-ambiguous.
+    # Plus rounding of the update itself (a few eps * |w|).
+    names = list(weights(tmp_path / "single" / "model"))
+    w_ddp, w_one = weights(tmp_path / "ddp" / "model"), weights(tmp_path / "single" / "model")
+    lrs = (s.lr, s.lr / 2)
+    trained = _trained_names(single)
+    assert len(trained) == len(g_one[0])
+    params = {n: i for i, n in enumerate(trained)}
+    for name in names:
+        if name not in params:  # not trained (e.g. the unused BERT pooler): identical
+            assert torch.equal(w_ddp[name], w_one[name]), name
+            continue
+        i = params[name]
+        tol = 8 * EPS32 * w_one[name].abs()
+        for t, lr_t in enumerate(lrs):
+            g = g_one[t][i].abs()
+            dg = rel * one_rows[t]["grad_norm"]
+            tol = tol + lr_t * torch.clamp(2 * dg / g.clamp_min(1e-30), max=2.0)
+        diff = (w_ddp[name] - w_one[name]).abs()
+        assert bool((diff <= tol).all()), f"{name}: {float((diff - tol).max()):.3g} over the bound"

@@ -7,6 +7,7 @@ not an hour into a run.
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -80,10 +81,36 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
     schema = load_schema(schema_path)
     validator = Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        lines = "\n  - ".join(_describe(e) for e in errors)
+    problems = [_describe(e) for e in errors] + _value_errors(config)
+    if problems:
+        lines = "\n  - ".join(problems)
         raise ConfigError(f"invalid configuration:\n  - {lines}")
     return config
+
+
+def _value_errors(node: Any, path: str = "") -> list[str]:
+    """What JSON Schema cannot say: NaN/inf anywhere (NaN passes every minimum/maximum), and
+    ordered pairs given in the wrong order (``median_range``, ``mer_min``/``mer_max``)."""
+    out: list[str] = []
+    if isinstance(node, float) and not math.isfinite(node):
+        return [f"'{path or '<root>'}': {node} is not a finite number"]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out += _value_errors(value, f"{path}.{key}" if path else str(key))
+        lo, hi = node.get("mer_min"), node.get("mer_max")
+        if _finite(lo) and _finite(hi) and lo > hi:
+            out.append(f"'{path}.mer_min' ({lo}) is greater than '{path}.mer_max' ({hi})")
+        rng = node.get("median_range")
+        if isinstance(rng, list) and len(rng) == 2 and all(map(_finite, rng)) and rng[0] > rng[1]:
+            out.append(f"'{path}.median_range': {rng} is reversed (need LO <= HI)")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out += _value_errors(value, f"{path}[{i}]")
+    return out
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def load_config(paths: Iterable[str | Path], overrides: dict | None = None) -> dict:

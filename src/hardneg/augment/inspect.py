@@ -142,9 +142,15 @@ def inspect_frame(frame: pl.DataFrame, sample: int = 5, seed: int = 0, source: s
     augmenters = frame.get_column("augmenter").drop_nulls().unique().sort().to_list()
     header = [f"== {source}", f"augmenter: {', '.join(augmenters) or '(empty shard)'}", status_table(frame)]
     parts = ["\n".join(header)]
+    if sample < 0:
+        raise ValueError(f"sample must be >= 0, got {sample}")
     for name in augmenters:
         sub = frame.filter(pl.col("augmenter") == name)
-        parts.append(get_renderer(name)(sub, sample, seed))
+        try:
+            parts.append(get_renderer(name)(sub, sample, seed))
+        except pl.exceptions.ColumnNotFoundError as exc:
+            raise ValueError(f"{source}: a '{name}' shard lacks a column its view needs: "
+                             f"{str(exc).splitlines()[0]} (have: {', '.join(frame.columns)})") from None
     return "\n\n".join(parts) + "\n"
 
 

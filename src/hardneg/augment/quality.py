@@ -9,6 +9,7 @@ says why.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import polars as pl
 
@@ -25,13 +26,16 @@ class QualityConfig:
     postprocess: str = "none"  # "negation": substitute the SNCSE soft negative (Appendix C)
     min_latin_share: float = 0.5  # input screen: share of ASCII among alphabetic characters
     max_unk_share: float = 0.5  # input screen: share of [UNK] among word pieces
+    max_repeat_run: int = 2  # outputs repeating one word more often in a row ("of of of") fail; 0: off
 
     def __post_init__(self) -> None:
         if self.postprocess not in POSTPROCESS:
             raise ValueError(f"san.quality.postprocess: '{self.postprocess}' not one of {POSTPROCESS}")
+        if self.max_repeat_run < 0:
+            raise ValueError(f"san.quality.max_repeat_run: {self.max_repeat_run} must be >= 0")
         for name in ("min_alnum_share", "min_latin_share", "max_unk_share"):
             v = getattr(self, name)
-            if not 0.0 <= v <= 1.0:
+            if not 0.0 <= v <= 1.0:  # also refuses NaN
                 raise ValueError(f"san.quality.{name}: {v} not in [0, 1]")
 
 
@@ -56,6 +60,15 @@ def unk_reason(n_unk: int, n_pieces: int, cfg: QualityConfig) -> str | None:
     return None
 
 
+def _longest_run(words: list[str]) -> int:
+    """Length of the longest run of one word (case-insensitive) repeated back to back."""
+    best = run = 1
+    for prev, cur in pairwise(words):
+        run = run + 1 if cur.lower() == prev.lower() else 1
+        best = max(best, run)
+    return best
+
+
 def output_reason(reference: str, output: str, cfg: QualityConfig) -> str | None:
     """Why a SAN output is low quality, or None. ``reference`` is the input as the MLM saw it."""
     words = output.split()
@@ -64,6 +77,8 @@ def output_reason(reference: str, output: str, cfg: QualityConfig) -> str | None
     alnum = sum(any(c.isalnum() for c in w) for w in words)
     if alnum / len(words) < cfg.min_alnum_share:
         return "mostly_symbols"
+    if cfg.max_repeat_run and _longest_run(words) > cfg.max_repeat_run:
+        return "repeated_word"  # mask-predict collapse: "of of of of the"
     if cfg.reject_identical and " ".join(words).lower() == " ".join(reference.split()).lower():
         return "identical_to_input"
     return None

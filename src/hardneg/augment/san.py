@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import string
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -79,6 +80,9 @@ class SanConfig:
             raise ValueError(f"san.replace: '{self.replace}' not one of {REPLACE}")
         if self.precision not in PRECISION:
             raise ValueError(f"san.precision: '{self.precision}' not one of {PRECISION}")
+        for name in ("temperature",):  # NaN passes every comparison below: refuse it by name
+            if not math.isfinite(getattr(self, name)):
+                raise ValueError(f"san.{name} must be a finite number, got {getattr(self, name)}")
         if self.temperature <= 0:
             raise ValueError(f"san.temperature must be > 0, got {self.temperature}")
         if self.top_k is not None and self.top_k < 1:
@@ -404,7 +408,26 @@ def _iter_input(path: Path, chunk_rows: int) -> Iterator[pl.DataFrame]:
             raise ValueError(f"{path}: column id must be integer, got {frame.schema['id']}")
         if frame.schema["text"] not in (pl.String, pl.Null):
             raise ValueError(f"{path}: column text must be string, got {frame.schema['text']}")
-        yield frame.with_columns(pl.col("text").cast(pl.String))
+        yield frame.with_columns(pl.col("id").cast(pl.Int64), pl.col("text").cast(pl.String))
+
+
+def _check_ids(path: Path) -> None:
+    """Ids must be non-null and fit Int64 (the corpus contract); checked before any model loads."""
+    try:
+        ids = pl.from_arrow(pq.read_table(path, columns=["id"]).column("id"))
+    except Exception as exc:  # missing column, unreadable file: named below by _iter_input
+        if isinstance(exc, KeyError) or "id" in str(exc):
+            raise ValueError(f"{path}: input needs columns id, text; missing id") from None
+        raise ValueError(f"{path}: cannot read Parquet: {exc}") from exc
+    assert isinstance(ids, pl.Series)
+    if not (ids.dtype.is_integer() or ids.dtype == pl.Null):
+        raise ValueError(f"{path}: column id must be integer, got {ids.dtype}")
+    if ids.null_count():
+        row = int(ids.is_null().arg_max())
+        raise ValueError(f"{path}: column id is null at row {row} ({ids.null_count()} null id(s))")
+    if ids.dtype == pl.UInt64 and len(ids) and int(ids.max()) > 2**63 - 1:
+        row = int((ids > 2**63 - 1).arg_max())
+        raise ValueError(f"{path}: id {ids[row]} at row {row} does not fit Int64 (corpus ids are line numbers)")
 
 
 def augment_shard(
@@ -422,6 +445,7 @@ def augment_shard(
     in_path = Path(in_path)
     if not in_path.exists():
         raise FileNotFoundError(f"input shard not found: {in_path}")
+    _check_ids(in_path)
     tokenizer, model = load_mlm(mlm, device=device)
     lexicon = load_lexicon(lexicon_path, tokenizer=tokenizer, mlm_name=f"san.mlm '{mlm}'")
     predictor = MaskPredictor(model, tokenizer, lexicon.get_column("mask_prob").to_numpy(), cfg)

@@ -29,10 +29,14 @@ def _prepare(args: argparse.Namespace) -> int:
     from hardneg.data.corpus import n_shards, prepare_corpus
 
     out = Path(args.out_dir)
+    for name in ("max_sentences", "shard_size"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     n = n_shards(args.max_sentences, args.shard_size)
+    shards = [out / f"shard-{i:03d}.parquet" for i in range(n)]
     manifest = prepare_corpus(
         args.corpus,
-        [out / f"shard-{i:03d}.parquet" for i in range(n)],
+        shards,
         out / "rejects.parquet",
         out / "manifest.json",
         max_sentences=args.max_sentences,
@@ -41,6 +45,10 @@ def _prepare(args: argparse.Namespace) -> int:
         dedupe=not args.keep_duplicates,
         senteval_dir=args.senteval_dir,
     )
+    # A previous run with more shards must not leave files a glob would read as this corpus.
+    for stale in sorted(set(out.glob("shard-*.parquet")) - set(shards)):
+        stale.unlink()
+        print(f"removed stale {stale} (not part of this corpus)")
     print(json.dumps({k: manifest[k] for k in ("lines_read", "kept", "dropped", "leakage")}, indent=2))
     return 0
 

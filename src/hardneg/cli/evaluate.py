@@ -15,6 +15,9 @@ def _threads(n: int | None) -> None:
 
 
 def _eval_sts(args: argparse.Namespace) -> int:
+    from hardneg.data.senteval import check_senteval_dir
+
+    check_senteval_dir(args.senteval_dir)  # before importing torch and loading a model
     from hardneg.encoders import POOLERS
     from hardneg.evaluate.run import evaluate_model
 
@@ -37,6 +40,9 @@ def _splits(args: argparse.Namespace) -> int:
     from hardneg.evaluate.splits import DEFAULT_SOURCES, build_splits
     from hardneg.shards import write_json_atomic, write_shard
 
+    lo, hi = args.median_range
+    if not lo <= hi:  # also refuses NaN
+        raise ValueError(f"--median-range: LO {lo} must be <= HI {hi}")
     table, summary = build_splits(args.senteval_dir, args.sources or DEFAULT_SOURCES, tuple(args.median_range))
     write_shard(table, args.out)
     stats_path = args.stats or (args.out.removesuffix(".parquet")) + ".stats.json"

@@ -8,6 +8,8 @@ import argparse
 def _run(args: argparse.Namespace) -> int:
     from hardneg.augment.inspect import inspect_shard
 
+    if args.sample < 0:
+        raise ValueError(f"-n/--sample must be >= 0, got {args.sample}")
     for path in args.shards:
         print(inspect_shard(path, sample=args.sample, seed=args.seed))
     return 0

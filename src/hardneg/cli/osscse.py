@@ -12,7 +12,13 @@ def _sentences(args) -> list[str]:
     if args.sentences == ["-"] or not args.sentences:
         if sys.stdin.isatty() and not args.sentences:
             raise ValueError("give sentences as arguments, or '-' to read one per line from stdin")
-        return [line.rstrip("\n") for line in sys.stdin]
+        lines = []
+        for n, raw in enumerate(sys.stdin.buffer, start=1):  # decoded here, to name the line
+            try:
+                lines.append(raw.decode("utf-8").rstrip("\r\n"))
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"stdin line {n}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+        return lines
     return list(args.sentences)
 
 

@@ -15,6 +15,7 @@ import polars as pl
 from tqdm import tqdm
 
 from hardneg.data.leakage import evaluation_sentences, match_key
+from hardneg.data.senteval import check_senteval_dir
 from hardneg.shards.io import write_json_atomic, write_shard
 
 log = logging.getLogger(__name__)
@@ -22,9 +23,16 @@ log = logging.getLogger(__name__)
 REASONS = ("invalid_utf8", "empty", "too_short", "duplicate")
 
 
+# Invisible characters that str.split() does not treat as space: BOM / zero-width no-break
+# space, zero-width space, word joiner. BERT's tokenizer drops them too (category Cf), so a line
+# made only of them is empty, and a sentence with them must match its clean duplicate.
+_INVISIBLE = str.maketrans({"\ufeff": " ", "\u200b": " ", "\u2060": " "})
+
+
 def normalise(line: str) -> str:
-    """Collapse every run of Unicode whitespace (tabs, NBSP, CR) to one space; strip ends."""
-    return " ".join(line.split())
+    """Collapse every run of Unicode whitespace (tabs, NBSP, CR) and of invisible characters
+    (BOM, zero-width space, word joiner) to one space; strip ends."""
+    return " ".join(line.translate(_INVISIBLE).split())
 
 
 def n_shards(max_sentences: int, shard_size: int) -> int:
@@ -48,6 +56,11 @@ def prepare_corpus(
     """Read ``source`` line by line and write shards, a rejects file and a manifest."""
     source = Path(source)
     shard_paths = [Path(p) for p in shard_paths]
+    for name, value in (("max_sentences", max_sentences), ("shard_size", shard_size)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"corpus.{name} must be an integer >= 1, got {value!r}")
+    if senteval_dir is not None:
+        check_senteval_dir(senteval_dir)  # a wrong path would report zero leakage
     expected = n_shards(max_sentences, shard_size)
     if len(shard_paths) != expected:
         raise ValueError(

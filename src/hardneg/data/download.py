@@ -1,7 +1,11 @@
 """Mirror-aware, resumable, verified downloads.
 
 A download streams to ``<dest>.part`` (kept between attempts so a re-run resumes with an HTTP
-Range request), is checked against the announced length and, when the config gives one, the
+Range request), with a sidecar ``<dest>.part.json`` recording the source URL, total size and the
+server's validator (ETag / Last-Modified): a partial file is resumed only when its sidecar
+matches, with ``If-Range`` so that a changed file comes back whole, and a 206 is appended only
+when its ``Content-Range`` continues our bytes; a 416 whose ``bytes */N`` equals our size means
+the partial file is complete. The file is checked against the announced length and, when the config gives one, the
 expected sha256, and only then renamed onto ``<dest>``. A manifest beside the file records the
 URL actually used and the checksum, so every number downstream traces back to exact bytes.
 """
@@ -10,8 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import json
 import logging
 import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -53,56 +59,122 @@ def _sha256_of(path: Path) -> "hashlib._Hash":
     return h
 
 
-def _fetch_once(source: str, part: Path, timeout_s: float, progress: bool) -> "hashlib._Hash":
-    """One attempt: append to ``part`` from where it stopped; return the running sha256."""
-    if source.startswith("file://"):
-        src = Path(urllib.request.url2pathname(urlsplit(source).path))
-        if not src.is_file():
-            raise FileNotFoundError(f"no such file in mirror: {src}")
-        total = src.stat().st_size
-        have = part.stat().st_size if part.exists() else 0
-        if have > total:
-            part.unlink()
-            have = 0
-        h = _sha256_of(part) if have else hashlib.sha256()
-        with open(src, "rb") as fin, open(part, "ab") as fout, tqdm(
-            total=total, initial=have, unit="B", unit_scale=True, desc=src.name, disable=not progress
-        ) as bar:
-            fin.seek(have)
-            for block in iter(lambda: fin.read(CHUNK), b""):
-                fout.write(block)
-                h.update(block)
-                bar.update(len(block))
-        return h
+class _Restart(Exception):
+    """The partial file cannot be continued; it was discarded and the next request starts over."""
 
+
+class _ChecksumMismatch(ValueError):
+    def __init__(self, message: str, resumed: bool) -> None:
+        super().__init__(message)
+        self.resumed = resumed
+
+
+def _sidecar(part: Path) -> Path:
+    return part.with_name(part.name + ".json")
+
+
+def _load_sidecar(part: Path) -> dict | None:
+    try:
+        return json.loads(_sidecar(part).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _discard(part: Path) -> None:
+    part.unlink(missing_ok=True)
+    _sidecar(part).unlink(missing_ok=True)
+
+
+def _content_range(value: str | None) -> tuple[int | None, int | None]:
+    """(first byte, complete length) of ``bytes S-E/N`` or ``bytes */N`` (RFC 9110 §14.4)."""
+    m = re.fullmatch(r"\s*bytes\s+(?:(\d+)-\d+|\*)/(\d+|\*)\s*", value or "")
+    if not m:
+        return None, None
+    return (int(m[1]) if m[1] else None), (int(m[2]) if m[2] != "*" else None)
+
+
+def _copy(read, part: Path, have: int, total: int | None, name: str, progress: bool) -> "hashlib._Hash":
+    h = _sha256_of(part) if have else hashlib.sha256()
+    with open(part, "ab" if have else "wb") as fout, tqdm(
+        total=total, initial=have, unit="B", unit_scale=True, desc=name, disable=not progress
+    ) as bar:
+        for block in iter(lambda: read(CHUNK), b""):
+            fout.write(block)
+            h.update(block)
+            bar.update(len(block))
+    return h
+
+
+def _fetch_file(source: str, part: Path, progress: bool) -> tuple["hashlib._Hash", bool]:
+    src = Path(urllib.request.url2pathname(urlsplit(source).path))
+    if not src.is_file():
+        raise FileNotFoundError(f"no such file in mirror: {src}")
+    st = src.stat()
+    meta = {"source": source, "total": st.st_size, "mtime_ns": st.st_mtime_ns}
     have = part.stat().st_size if part.exists() else 0
+    if have and (_load_sidecar(part) != meta or have > st.st_size):
+        log.warning("%s: not a partial copy of %s (no or other sidecar); starting over", part, source)
+        _discard(part)
+        have = 0
+    if not have:
+        write_json_atomic(meta, _sidecar(part))
+    with open(src, "rb") as fin:
+        fin.seek(have)
+        h = _copy(fin.read, part, have, st.st_size, src.name, progress)
+    return h, bool(have)
+
+
+def _fetch_http(source: str, part: Path, timeout_s: float, progress: bool) -> tuple["hashlib._Hash", bool]:
+    have = part.stat().st_size if part.exists() else 0
+    meta = _load_sidecar(part) if have else None
+    if have and (meta is None or meta.get("source") != source or meta.get("total") is None
+                 or have > meta["total"]):
+        # Bytes of unknown origin (another mirror, version, or garbage): never append to them.
+        log.warning("%s: no matching sidecar (source, size, validator); starting over", part)
+        _discard(part)
+        have, meta = 0, None
     request = urllib.request.Request(source, headers={"User-Agent": "hardneg"})
     if have:
         request.add_header("Range", f"bytes={have}-")
-    with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+        etag = meta.get("etag") or ""
+        validator = etag if etag and not etag.startswith("W/") else meta.get("last_modified")
+        if validator:  # a changed file is then sent whole (200), not appended (RFC 9110 §13.1.5)
+            request.add_header("If-Range", validator)
+    try:
+        resp = urllib.request.urlopen(request, timeout=timeout_s)
+    except urllib.error.HTTPError as exc:
+        if exc.code != 416 or not have:
+            raise
+        _, total = _content_range(exc.headers.get("Content-Range"))
+        exc.close()
+        if total == have == meta["total"]:
+            return _sha256_of(part), True  # every byte is already here: verify and finish
+        _discard(part)
+        raise _Restart(f"416: server has {total} bytes, the partial file {have}") from None
+    with resp:
         status = getattr(resp, "status", 200)
-        if have and status != 206:  # server ignored the Range header: start over
-            have = 0
-        length = resp.headers.get("Content-Length")
-        total = have + int(length) if length is not None else None
-        mode = "ab" if have else "wb"
-        h = _sha256_of(part) if have else hashlib.sha256()
-        with open(part, mode) as fout, tqdm(
-            total=total, initial=have, unit="B", unit_scale=True,
-            desc=Path(urlsplit(source).path).name, disable=not progress,
-        ) as bar:
-            while True:
-                block = resp.read(CHUNK)
-                if not block:
-                    break
-                fout.write(block)
-                h.update(block)
-                bar.update(len(block))
+        if have and status == 206:
+            first, total = _content_range(resp.headers.get("Content-Range"))
+            if first != have or total != meta["total"]:
+                _discard(part)
+                raise _Restart(f"206 with Content-Range {resp.headers.get('Content-Range')!r} does "
+                               f"not continue byte {have} of {meta['total']}")
+        else:
+            if have:  # 200: the server ignored Range or the file changed (If-Range)
+                log.warning("%s: server sent the whole file; starting over", source)
+                _discard(part)
+                have = 0
+            length = resp.headers.get("Content-Length")
+            total = int(length) if length is not None else None
+            meta = {"source": source, "total": total, "etag": resp.headers.get("ETag"),
+                    "last_modified": resp.headers.get("Last-Modified")}
+            write_json_atomic(meta, _sidecar(part))
+        h = _copy(resp.read, part, have, total, Path(urlsplit(source).path).name, progress)
     if total is not None and part.stat().st_size != total:
         raise ConnectionError(
             f"truncated transfer: got {part.stat().st_size} of {total} bytes (will resume)"
         )
-    return h
+    return h, bool(have)
 
 
 def download(
@@ -124,14 +196,36 @@ def download(
     part = dest.with_name(dest.name + ".part")
     digest: str | None = None
     last_error: Exception | None = None
-    for attempt in range(retries + 1):
+    attempt = restarts = 0
+    mismatch_retried = False
+    while True:
         try:
-            got = _fetch_once(source, part, timeout_s, progress).hexdigest()
+            if source.startswith("file://"):
+                h, resumed = _fetch_file(source, part, progress)
+            else:
+                h, resumed = _fetch_http(source, part, timeout_s, progress)
+            got = h.hexdigest()
             if sha256 and got != sha256.lower():
-                part.unlink(missing_ok=True)  # corrupt: never resume from these bytes
-                raise ValueError(f"sha256 mismatch: expected {sha256}, got {got}")
+                _discard(part)  # corrupt: never resume from these bytes
+                raise _ChecksumMismatch(f"sha256 mismatch: expected {sha256}, got {got}", resumed)
             os.replace(part, dest)
+            _sidecar(part).unlink(missing_ok=True)
             digest = got
+            break
+        except _Restart as exc:  # not a failed attempt: the next request starts from byte 0
+            last_error = exc
+            restarts += 1
+            log.warning("download %s: %s; starting over", source, exc)
+            if restarts <= 2:
+                continue
+            break
+        except _ChecksumMismatch as exc:
+            last_error = exc
+            # A whole fresh transfer that mismatches is the server's file: retrying the same
+            # bytes with backoff only delays the error. One fresh try if we had resumed.
+            if exc.resumed and not mismatch_retried:
+                mismatch_retried = True
+                continue
             break
         except urllib.error.HTTPError as exc:
             last_error = exc
@@ -141,13 +235,15 @@ def download(
             last_error = exc
             break
         except (OSError, ValueError, http.client.HTTPException) as exc:  # URLError, timeouts,
-            # truncation (IncompleteRead), checksum mismatch: retry, resuming where sensible
+            # truncation (IncompleteRead): retry, resuming from the verified partial file
             last_error = exc
-        if attempt < retries:
-            wait = backoff_s * (2**attempt)
-            log.warning("download %s failed (%s); retry %d/%d in %.1fs",
-                        source, last_error, attempt + 1, retries, wait)
-            time.sleep(wait)
+        if attempt >= retries:
+            break
+        wait = backoff_s * (2**attempt)
+        attempt += 1
+        log.warning("download %s failed (%s); retry %d/%d in %.1fs",
+                    source, last_error, attempt, retries, wait)
+        time.sleep(wait)
     if digest is None:
         via = f" via {source}" if source != url else ""
         raise DownloadError(f"could not download {url}{via}: {last_error}")

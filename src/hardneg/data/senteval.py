@@ -54,6 +54,29 @@ SCHEMA = {
 SOURCE_SCHEMA = {"file": pl.String, "line": pl.Int64}
 
 
+def required_files() -> list[str]:
+    """Every file the readers below open, relative to the SentEval folder (for the extractor)."""
+    files = [f"STS/{year}-en-test/STS.{kind}.{subset}.txt"
+             for year, subsets in STS_SUBSETS.items() for subset in subsets for kind in ("input", "gs")]
+    files += [f"STS/STSBenchmark/{name}" for name in _STSB_FILES.values()]
+    files += [f"SICK/{name}" for name in _SICK_FILES.values()]
+    return files
+
+
+def check_senteval_dir(senteval_dir: str | Path) -> Path:
+    """Raise a clear error unless ``senteval_dir`` holds every file the readers use."""
+    root = Path(senteval_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"SentEval folder not found: {root}")
+    missing = [f for f in required_files() if not (root / f).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{root}: not an extracted senteval.tar (missing {', '.join(missing[:3])}"
+            + (f" and {len(missing) - 3} more)" if len(missing) > 3 else ")")
+        )
+    return root
+
+
 def _norm(text: str) -> str:
     # SentEval: s.split() then ' '.join(...) in the batcher.
     return " ".join(text.split())

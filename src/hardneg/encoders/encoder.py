@@ -264,6 +264,8 @@ def load_encoder(
     to hardneg folders that carry ``hardneg_pooling.json``). ``pooler='mask'`` without a template
     uses SNCSE's first template.
     """
+    if max_length < 4:  # checked before a model folder's own setting can replace it
+        raise ValueError(f"max_length must be >= 4 (got {max_length})")
     path = resolve_model(model, setting="model")
     dev = _pick_device(device)
     st_spec = None
@@ -280,6 +282,9 @@ def load_encoder(
                             "ignoring pooler=%r template=%r", model, pooler, template)
             pooler, template = "avg", None
             if st_spec["max_seq_length"]:
+                if int(st_spec["max_seq_length"]) != max_length:
+                    log.warning("%s is a sentence-transformers folder: using its max_seq_length %s, "
+                                "not max_length=%s", model, st_spec["max_seq_length"], max_length)
                 max_length = int(st_spec["max_seq_length"])
         path = str(st_spec["transformer"])
     if pooler not in POOLERS:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import polars as pl
 
-from hardneg.data.senteval import STS_DATASETS
+from hardneg.data.senteval import STS_DATASETS, check_senteval_dir
 from hardneg.encoders import load_encoder
-from hardneg.evaluate.splits import split_cosines, split_metrics
+from hardneg.evaluate.splits import SPLIT_COLUMNS, split_cosines, split_metrics
 from hardneg.evaluate.sts import evaluate_sts_predictions
 from hardneg.shards import read_shard, write_json_atomic, write_shard
 
@@ -23,6 +23,37 @@ log = logging.getLogger(__name__)
 
 PREDICTION_COLUMNS = ["dataset", "split", "subset", "pair_index", "sentence1", "sentence2",
                       "score", "cosine", "mer"]
+
+
+def check_inputs(
+    senteval_dir: str | Path,
+    *,
+    max_length: int = 128,
+    batch_size: int = 128,
+    max_pairs: int | None = None,
+    splits_path: str | Path | None = None,
+    cont_oppn_out: str | Path | None = None,
+) -> pl.DataFrame | None:
+    """Every input and setting checked before a model loads (seconds) or an hour of encoding;
+    returns the splits table when ``splits_path`` is given."""
+    check_senteval_dir(senteval_dir)
+    if max_length < 4:  # [CLS] + [SEP] + a word; a model folder's own setting must not hide it
+        raise ValueError(f"max_length must be >= 4, got {max_length}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if max_pairs is not None and max_pairs < 1:
+        raise ValueError(f"max_pairs must be >= 1 (or unset), got {max_pairs}")
+    if (splits_path is None) != (cont_oppn_out is None):
+        raise ValueError("the Cont./Oppn. evaluation needs both the splits file (--splits) and "
+                         "the output path (--cont-oppn)")
+    if splits_path is None:
+        return None
+    splits = read_shard(splits_path)
+    missing = [c for c in SPLIT_COLUMNS if c not in splits.columns]
+    if missing:
+        raise ValueError(f"{splits_path}: not a Cont./Oppn. splits file (from `hardneg splits`): "
+                         f"missing column(s) {', '.join(missing)}")
+    return splits
 
 
 def evaluate_model(
@@ -45,6 +76,8 @@ def evaluate_model(
 ) -> dict:
     """Evaluate ``model`` on STS (and the Cont./Oppn. splits when ``splits_path`` is given)."""
     t0 = time.perf_counter()
+    splits = check_inputs(senteval_dir, max_length=max_length, batch_size=batch_size, max_pairs=max_pairs,
+                          splits_path=splits_path, cont_oppn_out=cont_oppn_out)
     encoder = load_encoder(model, pooler=pooler, max_length=max_length, device=device, template=template)
 
     def encode(sentences: list[str]):
@@ -55,8 +88,7 @@ def evaluate_model(
     log.info("STS %s: %s", split, {k: v["spearman"] for k, v in metrics.items()})
     if predictions_out is not None:
         write_shard(preds.select(PREDICTION_COLUMNS), predictions_out)
-    if splits_path is not None:
-        splits = read_shard(splits_path)
+    if splits is not None:
         if max_pairs is not None:
             # CI only: score just the split pairs that the subsampled STS run already encoded.
             keys = preds.select("dataset", pl.col("split").alias("data_split"), "pair_index")
@@ -65,8 +97,7 @@ def evaluate_model(
         cont = split_metrics(scored)
         cont["model"] = {"model": model, "pooler": encoder.pooler, "template": encoder.template,
                          "max_length": encoder.max_length, "max_pairs": max_pairs}
-        if cont_oppn_out is None:
-            raise ValueError("splits_path given without cont_oppn_out")
+        assert cont_oppn_out is not None  # check_inputs
         write_json_atomic(cont, cont_oppn_out)
         log.info("Cont./Oppn. weighted: %s", cont["weighted_average"])
     log.info("evaluated %s in %.1f s", model, time.perf_counter() - t0)

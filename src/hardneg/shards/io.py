@@ -8,8 +8,11 @@ settings (zstd, no wall-clock metadata, fixed row-group size) so the same rows g
 from __future__ import annotations
 
 import contextlib
+import fnmatch
+import glob
 import json
 import os
+import signal
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -17,6 +20,11 @@ from typing import Any, Iterator
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+# Fault injection (tests, docs/reliability.md): "PATTERN" or "PATTERN#N" SIGKILLs this process
+# when the Nth output matching the fnmatch PATTERN is fully written but not yet renamed into place.
+FAULT_ENV = "HARDNEG_FAULT_KILL"
+_fault_hits = [0]
 
 ROW_GROUP_SIZE = 65_536
 COMPRESSION = "zstd"
@@ -28,6 +36,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temp path beside ``path``; rename it onto ``path`` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    # Temp files of a killed earlier write of this same output (one job writes one output):
+    # remove them, or they pile up beside the shards.
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.part"):
+        stale.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
@@ -36,10 +48,22 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp makes 0600; outputs are ordinary files
     try:
         yield tmp_path
+        _fault_point(path)
         os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def _fault_point(path: Path) -> None:
+    spec = os.environ.get(FAULT_ENV)
+    if not spec:
+        return
+    pattern, _, nth = spec.partition("#")
+    if fnmatch.fnmatch(str(path), pattern):
+        _fault_hits[0] += 1
+        if _fault_hits[0] == int(nth or 1):
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def write_shard(frame: pl.DataFrame | pa.Table, path: str | Path) -> Path:
