@@ -25,6 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SNAKEMAKE = str(BIN / "snakemake")
 TINY = ["--configfile", "config.yaml", "experiments/tiny.yaml"]
+# the Slurm run: every rule, fewer training methods (experiments/tiny-slurm.yaml says which)
+TINY_SLURM = [*TINY, "experiments/tiny-slurm.yaml"]
 CHROMIUM = "/usr/bin/chromium"
 
 pytestmark = pytest.mark.integration
@@ -224,7 +226,7 @@ def test_tiny_workflow_on_slurm_equals_local(tiny_local, slurm_cluster, tmp_path
     assert check.returncode == 1, check.stdout + check.stderr
     assert re.search(r"rule \w+: cpus_per_task=\d+ but partition 'debug' offers at most 2", check.stdout)
 
-    proc = run([SNAKEMAKE, *TINY, "--profile", "profiles/slurm", *slurm_test_args(remote, slurm_cluster)],
+    proc = run([SNAKEMAKE, *TINY_SLURM, "--profile", "profiles/slurm", *slurm_test_args(remote, slurm_cluster)],
                remote, slurm_cluster, limit=1800)
     log = proc.stdout + proc.stderr
     submitted = set(re.findall(r"rule_(\w+)/", log))
@@ -234,18 +236,20 @@ def test_tiny_workflow_on_slurm_equals_local(tiny_local, slurm_cluster, tmp_path
     a, b = output_files(tiny_local), output_files(remote)
     a = {k: v for k, v in a.items() if not k.startswith("results/report/")}  # timings inside
     b = {k: v for k, v in b.items() if not k.startswith("results/report/")}
-    assert sorted(a) == sorted(b)
-    deterministic = [p for p in a if p.endswith((".parquet", ".json", ".jsonl"))]
+    # The Slurm run trains a subset of the methods: everything it made, the local run made too,
+    # and every augmentation shard, teacher and student it shares with the local run is the same.
+    assert set(b) <= set(a), sorted(set(b) - set(a))
+    assert any(p.startswith("results/train/tiny/simcse/") for p in b)  # the teacher, via the DAG
+    assert any(p.startswith("results/augment/") for p in b)
+    deterministic = [p for p in b if p.endswith((".parquet", ".json", ".jsonl"))]
     assert len(deterministic) > 10
     # Parquet byte for byte; JSON byte for byte once wall-clock fields (seconds, sent/s) go.
     differ = [p for p in deterministic if _untimed(p, a[p]) != _untimed(p, b[p])]
     assert not differ, f"outputs differ between local and Slurm runs: {differ}"
-    assert (Path(remote) / "results/report/tiny/summary.json").read_bytes() == \
-        (Path(tiny_local) / "results/report/tiny/summary.json").read_bytes()
 
     # A resource the cluster lacks, at submission: sbatch refuses; the workflow names the rule
     # and says how to resume.
-    bad = run([SNAKEMAKE, *TINY, "--profile", "profiles/slurm", *slurm_test_args(remote, slurm_cluster),
+    bad = run([SNAKEMAKE, *TINY_SLURM, "--profile", "profiles/slurm", *slurm_test_args(remote, slurm_cluster),
                "prepare_corpus:mem_mb=99999999", "--forcerun", "prepare_corpus", "--until",
                "prepare_corpus"], remote, slurm_cluster, limit=300, ok=False)
     text = bad.stdout + bad.stderr
