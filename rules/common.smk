@@ -65,6 +65,14 @@ def short_hash(obj):
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:8]
 
 
+def file_sha256(path):
+    """sha256 of a config-named input file (keys outputs by content); a missing file is named."""
+    p = Path(path)
+    if not p.is_file():
+        raise WorkflowError(f"config names {path}, which does not exist")
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
 def corpus_tag():
     c = config["corpus"]
     src = Path(config["data"]["corpus_file"]).stem

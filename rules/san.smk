@@ -10,6 +10,7 @@ rule lexicon:
     input:
         corpus=expand(f"{CORPUS_DIR}/shard-{{shard}}.parquet", shard=SHARDS) if _LEX_CFG.get("mode") == "corpus" else [],
         reference=[_LEX_CFG["reference"]] if _LEX_CFG.get("reference") else [],
+        tags_file=[_LEX_CFG["file"]] if _LEX_CFG.get("mode") == "file" else [],
     output:
         lexicon=LEXICON,
         manifest=f"{LEXICON}.manifest.json",

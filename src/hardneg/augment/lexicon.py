@@ -2,11 +2,13 @@
 
 SAN §3.1 / Appendix A use *static* tagging: every entry of the MLM's vocabulary is tagged once
 (the paper: each entry alone, with spaCy ``en_core_web_sm``) and a sentence's tokens are then
-looked up by id. Two modes:
+looked up by id. Three modes:
 
-- ``isolation`` (the paper): each vocabulary string tagged alone;
+- ``isolation`` (the paper's method): each vocabulary string tagged alone;
 - ``corpus``: the majority tag of each token id over the spaCy-tagged corpus (word pieces take the
-  tag of the word they belong to), falling back to ``isolation`` for ids never seen.
+  tag of the word they belong to), falling back to ``isolation`` for ids never seen;
+- ``file``: the tags of a one-tag-per-line file (line number = id), e.g. the paper's own
+  ``vocab_pos_end.txt``: reproduces the paper's lexicon exactly, whatever today's spaCy says.
 
 The lexicon is a Parquet table ``id, token, pos, score, mask_prob`` plus a JSON manifest that
 records the tokenizer identity (class, name, vocabulary hash): mask-predict refuses a lexicon
@@ -38,7 +40,7 @@ PAPER_SCORES: dict[str, float] = {
 }  # fmt: skip
 SPECIAL_POS = "SPECIAL"  # special tokens ([CLS], [SEP], [PAD], [MASK], [UNK], [unusedN]): score 0
 PAPER_SCALE = 20.0  # SAN §3.1 / Appendix D: mask_prob = score / 20 (best of 10/20/30/40, Table 7)
-MODES = ("isolation", "corpus")
+MODES = ("isolation", "corpus", "file")
 CONTINUATION = ("x", "strip", "as_is")
 
 
@@ -162,6 +164,35 @@ def tag_corpus_counts(
 # ---------------------------------------------------------------- building
 
 
+def tags_from_file(tokenizer, path: str | Path) -> tuple[list[str], list[str]]:
+    """(token strings, POS) per vocabulary id from a one-tag-per-line file (SAN's released
+    ``vocab_pos_end.txt``); special tokens stay SPECIAL (score 0, never masked), as in mask-predict."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"lexicon.file: {path} not found")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"lexicon.file: {path} is not UTF-8 text ({exc})") from None
+    tokens = vocab_strings(tokenizer)
+    if len(lines) != len(tokens):
+        raise ValueError(f"lexicon.file: {path} has {len(lines)} lines but the tokenizer's vocabulary has "
+                         f"{len(tokens)} ids (one tag per id, line number = id): a file for another tokenizer?")
+    specials = set(special_ids(tokenizer))
+    known = set(PAPER_SCORES)
+    pos: list[str] = []
+    for i, line in enumerate(lines):
+        tag = line.strip()
+        if i in specials or not tokens[i]:
+            pos.append(SPECIAL_POS)
+            continue
+        if tag not in known:
+            raise ValueError(f"lexicon.file: {path} line {i + 1}: tag {tag!r} is not a universal POS tag "
+                             f"of SAN Table 2 ({', '.join(sorted(known))})")
+        pos.append(tag)
+    return tokens, pos
+
+
 def scores_for(pos: Sequence[str], scores: dict[str, float] | None = None, scale: float = PAPER_SCALE) -> tuple[np.ndarray, np.ndarray]:
     """(score, mask_prob) arrays for POS tags; special tokens score 0 and are never masked."""
     table = dict(PAPER_SCORES if scores is None else scores)
@@ -185,11 +216,17 @@ def build_lexicon(
     scores: dict[str, float] | None = None,
     scale: float = PAPER_SCALE,
     corpus_total: int | None = None,
+    tags_file: str | Path | None = None,
 ) -> tuple[pl.DataFrame, dict]:
     """Build the lexicon table and its stats (per-mode coverage, POS distribution)."""
     if mode not in MODES:
         raise ValueError(f"lexicon.mode: '{mode}' not one of {MODES}")
-    tokens, pos = tag_isolation(tokenizer, nlp, continuation=continuation)
+    if mode == "file":
+        if tags_file is None:
+            raise ValueError("lexicon.mode=file needs lexicon.file (a one-tag-per-line file)")
+        tokens, pos = tags_from_file(tokenizer, tags_file)
+    else:
+        tokens, pos = tag_isolation(tokenizer, nlp, continuation=continuation)
     stats: dict = {"mode": mode, "vocab_size": len(tokens)}
     if mode == "corpus":
         if corpus_texts is None:
