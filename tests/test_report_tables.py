@@ -1,17 +1,27 @@
 """Report tables from synthetic result files: mean ± std over seeds, Cont./Oppn., curves,
-augmentation counts that add up, benchmarks; deterministic summary bytes; clear errors."""
+augmentation counts that add up, benchmarks; deterministic summary bytes; clear errors; one
+column order, "—" for one seed, method -> paper links, plots embedded (and seen in Chromium)."""
 
 from __future__ import annotations
 
+import base64
 import json
+import re
+import subprocess
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
 from hardneg.report import collect
 from hardneg.report.build import OUTPUTS, build_report
 from hardneg.shards import write_shard
+from hardneg.train.presets import METHOD_PAPER, PAPER_URLS, PRESETS
+
+CHROMIUM = Path("/usr/bin/chromium")
+# SentEval names in the order the report shows them (headers STS-B, SICK-R).
+PAPER_ORDER = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R", "avg"]
 
 
 def _sts(root: Path, method: str, seed: int, values: dict) -> Path:
@@ -69,7 +79,7 @@ def test_sts_mean_and_std_over_seeds(results):
     assert row["STSBenchmark"] == "72.0 ± 2.83"
     assert row["seeds"] == 2
     assert table.columns[:4] == ["method", "STS12", "STSBenchmark", "avg"]
-    assert table.row(0, named=True)["STS12"] == "50.0 ± 0.0"  # one seed: std 0
+    assert table.row(0, named=True)["STS12"] == "50.0 ± —"  # one seed: no std, not "± 0.0"
 
 
 def test_augmentation_counts_add_up(results):
@@ -112,3 +122,71 @@ def test_bad_inputs_name_the_file(tmp_path):
     m.write_text('{"step": 1}\n{oops\n')
     with pytest.raises(ValueError, match=r"metrics.jsonl:2"):
         collect.training_curves([m])
+
+
+@pytest.fixture
+def seven(tmp_path):
+    """sts.json files with all seven datasets, keys written SICK-R first: simcse 2 seeds,
+    sncse 1 seed, the baseline."""
+    names = ["SICKRelatedness", "STSBenchmark", "STS16", "STS15", "STS14", "STS13", "STS12"]
+    runs = {("simcse", 1): 60.0, ("simcse", 2): 62.0, ("sncse", 1): 70.0, ("baseline", 0): 50.0}
+    return [_sts(tmp_path, m, s, {d: base + i for i, d in enumerate(names)})
+            for (m, s), base in runs.items()]
+
+
+def _headers(html: str, table_id: str) -> list[str]:
+    table = html[html.index(f'id="{table_id}"'):]
+    head = table[table.index("<thead>"):table.index("</thead>")]
+    return re.findall(r"<th[^>]*>([^<]*)</th>", head)
+
+
+def test_one_column_order_dash_for_one_seed_links_and_embedded_plots(seven, tmp_path):
+    long = collect.sts_long(seven)
+    assert collect.sts_summary(long).columns[1:-1] == list(collect.STS_ORDER)
+    assert collect.sts_per_seed(long).columns[2:] == list(collect.STS_ORDER)
+    out = build_report(tmp_path / "r", sts=seven, experiment="exp")
+    html = out["sts.html"].read_text()
+    assert _headers(html, "sts-summary") == ["method", *PAPER_ORDER, "seeds"]
+    assert _headers(html, "sts-per-seed") == ["method", "seed", *PAPER_ORDER]
+    # one seed (sncse, baseline): "—", never "± 0.0"; two seeds: mean ± sample std
+    assert "± 0.0<" not in html and ">70.0 ± —<" in html and ">61.0 ± 1.41<" in html
+    for method, seeds in (("simcse", 2), ("sncse", 1)):
+        url = PAPER_URLS[METHOD_PAPER[method]]
+        assert html.count(f'<a href="{url}"') == 1 + seeds, method  # summary row + per-seed rows
+    assert "<a " not in html[html.index(">baseline<") - 40:html.index(">baseline<")]
+    # the plot sits in the page beside its table, byte for byte the PNG written next to it
+    imgs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert [base64.b64decode(b) for b in imgs] == [out["sts.png"].read_bytes()]
+    for page, png in (("cont_oppn.html", "cont_oppn.png"), ("benchmarks.html", "benchmarks.png")):
+        b64 = base64.b64encode(out[png].read_bytes()).decode()
+        assert f"data:image/png;base64,{b64}" in out[page].read_text(), page
+
+
+def test_every_preset_names_its_paper_family():
+    assert set(METHOD_PAPER) == set(PRESETS)
+    assert {f for f in METHOD_PAPER.values() if f} <= set(PAPER_URLS)
+    for url in PAPER_URLS.values():
+        assert re.fullmatch(r"https://(arxiv\.org/abs/\d{4}\.\d{5}|aclanthology\.org/[\w.-]+/)", url), url
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium not installed")
+def test_sts_page_screenshot_in_headless_chromium(seven, tmp_path):
+    from PIL import Image
+
+    out = build_report(tmp_path / "r", sts=seven, experiment="exp")
+    shot = tmp_path / "sts.png"
+    cmd = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+           f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1920,1000",
+           f"--screenshot={shot}", out["sts.html"].as_uri()]
+    proc = subprocess.run(["timeout", "-k", "5", "60", *cmd], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
+    img = Image.open(shot).convert("RGB")
+    # The embedded plot is drawn: matplotlib's default bar blue (#1f77b4) covers part of the
+    # right half (where the figure sits beside the table); a broken <img> would leave none.
+    right = np.asarray(img.crop((img.width // 2, 0, img.width, img.height)), dtype=np.int16)
+    blue = int((np.abs(right - np.array([31, 119, 180])).max(axis=2) < 12).sum())
+    assert blue > 500, blue
+    # The table is drawn on the left: dark text pixels.
+    left = img.crop((0, 0, img.width // 2, img.height)).convert("L")
+    assert sum(left.histogram()[:100]) > 2000

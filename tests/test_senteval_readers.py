@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from hardneg.data.senteval import STS_DATASETS, STS_SUBSETS, load_many, load_pairs
+from hardneg.data.senteval import STS_SUBSETS, load_pairs
 
 WORDS = ["a", "the", "man", "woman", "dog", "cat", "plays", "runs", "eats", "guitar", "ball", "park", "red", "blue", "big", "small", "quickly"]
 
@@ -68,8 +68,6 @@ def test_toy_layout_conventions(tmp_path):
     assert sts16.height == 5 * 6  # 2 of 8 lines per subset unscored
     assert set(sts16["line"].to_list()) <= {1, 2, 3, 5, 6, 7}
     assert list(sts16.columns[:6]) == ["dataset", "subset", "pair_index", "sentence1", "sentence2", "score"]
-    both = load_many(root, STS_DATASETS)
-    assert both["dataset"].unique(maintain_order=True).to_list() == list(STS_DATASETS)
 
 
 def test_whitespace_normalised_like_senteval(tmp_path):

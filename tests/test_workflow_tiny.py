@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from hardneg.cluster.workdir import link_workflow, output_files
+from hardneg.cluster.workdir import link_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -30,6 +30,18 @@ TINY_SLURM = [*TINY, "experiments/tiny-slurm.yaml"]
 CHROMIUM = "/usr/bin/chromium"
 
 pytestmark = pytest.mark.integration
+
+
+def output_files(root: Path, subdirs: tuple[str, ...] = ("results",)) -> dict[str, bytes]:
+    """Relative path -> bytes of every file under ``root``/``subdirs`` (for byte comparisons)."""
+    out: dict[str, bytes] = {}
+    for sub in subdirs:
+        base = root / sub
+        if base.exists():
+            for path in sorted(base.rglob("*")):
+                if path.is_file():
+                    out[path.relative_to(root).as_posix()] = path.read_bytes()
+    return out
 
 
 def run(cmd: list[str], cwd: Path, env: dict | None = None, limit: int = 900,

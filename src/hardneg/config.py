@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
+from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -15,8 +16,10 @@ import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = REPO_ROOT / "schemas" / "config.schema.yaml"
+# Package data, so a non-editable install finds it: src/hardneg/schemas/config.schema.yaml is a
+# symlink to the repository's schemas/config.schema.yaml (the one file to edit); building a wheel
+# copies the file's content into the package.
+SCHEMA_PATH = Path(str(resources.files("hardneg") / "schemas" / "config.schema.yaml"))
 
 
 class ConfigError(ValueError):

@@ -44,17 +44,3 @@ def link_workflow(repo: str | Path, dest: str | Path, copy: tuple[str, ...] = ()
         else:
             os.symlink(src, target)
     return dest
-
-
-def output_files(root: str | Path, subdirs: tuple[str, ...] = ("results",)) -> dict[str, bytes]:
-    """Relative path -> bytes of every file under ``root``/``subdirs`` (for byte comparisons)."""
-    root = Path(root)
-    out: dict[str, bytes] = {}
-    for sub in subdirs:
-        base = root / sub
-        if not base.exists():
-            continue
-        for path in sorted(base.rglob("*")):
-            if path.is_file():
-                out[path.relative_to(root).as_posix()] = path.read_bytes()
-    return out

@@ -218,17 +218,3 @@ def load_pairs(
         data.update(file=files, line=lines)
         schema.update(SOURCE_SCHEMA)
     return pl.DataFrame(data, schema=schema)
-
-
-def load_many(
-    senteval_dir: str | Path,
-    datasets: tuple[str, ...] | list[str] = STS_DATASETS,
-    split: str = "test",
-    *,
-    with_source: bool = False,
-) -> pl.DataFrame:
-    """``load_pairs`` for several datasets, concatenated in the given order."""
-    return pl.concat(
-        [load_pairs(senteval_dir, d, split, with_source=with_source) for d in datasets],
-        how="vertical",
-    )

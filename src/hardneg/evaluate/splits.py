@@ -97,10 +97,6 @@ def build_splits(
     return table, summary
 
 
-def _key(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.select("dataset", "data_split", "pair_index")
-
-
 def split_cosines(
     encode: Callable[[list[str]], np.ndarray],
     splits: pl.DataFrame,

@@ -145,21 +145,6 @@ def evaluate_sts_predictions(
     return metrics, preds
 
 
-def evaluate_sts(
-    encode: EncodeFn,
-    senteval_dir: str | Path,
-    datasets: Sequence[str] | None = STS_DATASETS,
-    split: str = "test",
-    max_pairs: int | None = None,
-) -> dict:
-    """Metrics dict keyed by dataset name, each ``{"spearman": x100 (the "all" figure for
-    STS12-16), "pearson", "n", ...}``, plus ``avg``. ``split="dev"`` evaluates STS-B/SICK-R dev."""
-    if split != "test" and datasets == STS_DATASETS:
-        datasets = DEV_DATASETS
-    metrics, _ = evaluate_sts_predictions(encode, senteval_dir, datasets, split, max_pairs)
-    return metrics
-
-
 @functools.lru_cache(maxsize=8)
 def _stsb_dev(senteval_dir: str) -> pl.DataFrame:
     return load_pairs(senteval_dir, "STSBenchmark", "dev")

@@ -18,6 +18,11 @@ OUTPUTS = ("sts.html", "sts.png", "cont_oppn.html", "cont_oppn.png", "curves.png
            "augmentation.html", "benchmarks.html", "benchmarks.png", "summary.json")
 
 
+def _headers(frame: pl.DataFrame) -> pl.DataFrame:
+    """Dataset columns under the papers' names (STS-B, SICK-R) for display."""
+    return frame.rename({k: v for k, v in collect.STS_HEADERS.items() if k in frame.columns})
+
+
 def build_report(
     out_dir: str | Path,
     *,
@@ -42,29 +47,36 @@ def build_report(
 
     sts_rows = collect.sts_long(sts)
     table = collect.sts_summary(sts_rows) if sts_rows.height else pl.DataFrame({"method": []})
-    per_seed = sts_rows.pivot(on="dataset", index=["method", "seed"], values="spearman") \
-        if sts_rows.height else pl.DataFrame({"method": []})
-    from hardneg.report.methods import method_table
+    per_seed = collect.sts_per_seed(sts_rows)
+    from hardneg.report.methods import method_table, paper_links  # imports train's presets
 
     if summaries is None:  # beside each metrics.jsonl (the train rule writes both)
         summaries = [p for p in (Path(m).with_name("summary.json") for m in metrics) if p.exists()]
-    render.write_page(paths["sts.html"], f"STS test, experiment {experiment}", [
-        render.table_html(table, "Spearman ×100, mean ± std over seeds (SentEval 'all' for STS12-16)",
-                          "sts-summary"),
-        render.table_html(per_seed, "Per seed", "sts-per-seed"),
-        render.table_html(method_table(summaries), "Methods: paper source and settings that differ from the "
-                          "paper's preset (docs/deviations.md)", "methods"),
-    ])
+    methods = method_table(summaries)
+    links = paper_links({*table["method"].to_list(), *methods["method"].to_list()})
     render.plot_sts(sts_rows, paths["sts.png"])
+    render.write_page(paths["sts.html"], f"STS test, experiment {experiment}", [
+        render.beside(
+            render.table_html(_headers(table), "Spearman ×100, mean ± std over seeds (SentEval 'all' "
+                              f"for STS12-16; {collect.NO_STD}: one seed)", "sts-summary", links),
+            render.figure_html(paths["sts.png"], "Mean over seeds; error bars: std over seeds")),
+        render.table_html(_headers(per_seed), "Per seed", "sts-per-seed", links),
+        render.table_html(methods, "Methods (linked to their papers): paper source and settings that "
+                          "differ from the paper's preset (docs/deviations.md)", "methods", links),
+    ])
 
     co = collect.cont_oppn_long(cont_oppn)
     co_table = (co.group_by("method", "group", "part").agg(pl.col("spearman").mean().round(2))
-                .pivot(on="part", index=["method", "group"], values="spearman").sort("method", "group")
+                .pivot(on="part", index=["method", "group"], values="spearman", sort_columns=True)
+                .sort("method", "group")
                 if co.height else pl.DataFrame({"method": []}))
-    render.write_page(paths["cont_oppn.html"], "Cont./Oppn. splits (OssCSE §3.3)", [
-        render.table_html(co_table, "Spearman ×100 on the Cont. and Oppn. parts (mean over seeds)",
-                          "cont-oppn")])
     render.plot_cont_oppn(co, paths["cont_oppn.png"])
+    render.write_page(paths["cont_oppn.html"], "Cont./Oppn. splits (OssCSE §3.3)", [
+        render.beside(
+            render.table_html(co_table, "Spearman ×100 on the Cont. and Oppn. parts (mean over seeds)",
+                              "cont-oppn", paper_links(co_table["method"].to_list())),
+            render.figure_html(paths["cont_oppn.png"], "Weighted average over datasets; error bars: "
+                               "std over seeds"))])
 
     render.plot_curves(collect.training_curves(metrics), paths["curves.png"])
 
@@ -81,12 +93,14 @@ def build_report(
     per_rule = (bench.group_by("rule").agg(pl.len().alias("jobs"), pl.col("seconds").sum(),
                                            pl.col("max_rss_mb").max(), pl.col("cpu_time_s").sum())
                 .sort("rule"))
+    render.plot_benchmarks(bench, paths["benchmarks.png"])
     render.write_page(paths["benchmarks.html"], "Rule benchmarks (Snakemake benchmark: files)", [
-        render.table_html(per_rule, "Per rule: jobs, summed wall s, max peak RSS MB, summed CPU s",
-                          "bench-rules"),
+        render.beside(
+            render.table_html(per_rule, "Per rule: jobs, summed wall s, max peak RSS MB, summed CPU s",
+                              "bench-rules"),
+            render.figure_html(paths["benchmarks.png"], "Wall time and peak memory per rule")),
         render.table_html(bench, "Per job", "bench-jobs"),
     ])
-    render.plot_benchmarks(bench, paths["benchmarks.png"])
 
     summary = {
         "experiment": experiment,

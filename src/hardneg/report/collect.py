@@ -52,32 +52,54 @@ def sts_long(paths: Iterable[str | Path]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema).sort("method", "seed", "dataset")
 
 
+# One column order for every STS table: the papers' (STS12-16, STS-B, SICK-R, avg).
+STS_ORDER = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness", "avg")
+# Header names the papers use (the result files keep SentEval's dataset names).
+STS_HEADERS = {"STSBenchmark": "STS-B", "SICKRelatedness": "SICK-R"}
+NO_STD = "—"  # std over one seed is undefined: shown as a dash, never as "± 0.0"
+
+
+def sts_columns(datasets: Iterable[str]) -> list[str]:
+    """``datasets`` in ``STS_ORDER``; any other dataset after them, alphabetically."""
+    present = set(datasets)
+    return [d for d in STS_ORDER if d in present] + sorted(present - set(STS_ORDER))
+
+
+def _baseline_first(frame: pl.DataFrame, *by: str) -> pl.DataFrame:
+    # Baseline first, then methods alphabetically (stable, whatever order files came in).
+    return (frame.with_columns((pl.col("method") != "baseline").alias("_b"))
+            .sort("_b", "method", *by).drop("_b"))
+
+
 def sts_summary(long: pl.DataFrame) -> pl.DataFrame:
-    """Mean ± sample std (ddof=1; 0 for one seed) over seeds, per method × dataset, wide:
-    one row per method, columns in the papers' order (STS12..16, STS-B, SICK-R, avg)."""
+    """Mean ± sample std (ddof=1) over seeds, per method × dataset, wide: one row per method,
+    columns in ``STS_ORDER``; a method with one seed shows ``mean ± —``."""
     agg = (
         long.group_by("method", "dataset", maintain_order=True)
         .agg(
             pl.col("spearman").mean().alias("mean"),
-            pl.col("spearman").std(ddof=1).fill_null(0.0).alias("std"),
+            pl.col("spearman").std(ddof=1).alias("std"),
             pl.len().alias("seeds"),
         )
         .with_columns(
-            pl.format("{} ± {}", pl.col("mean").round(2), pl.col("std").round(2)).alias("cell")
+            pl.when(pl.col("seeds") > 1)
+            .then(pl.format("{} ± {}", pl.col("mean").round(2), pl.col("std").round(2)))
+            .otherwise(pl.format("{} ± " + NO_STD, pl.col("mean").round(2)))
+            .alias("cell")
         )
     )
-    order = [d for d in ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark",
-                         "SICKRelatedness", "avg") if d in set(agg["dataset"])]
-    order += sorted(set(agg["dataset"]) - set(order))
+    order = sts_columns(agg["dataset"])
     wide = agg.pivot(on="dataset", index="method", values="cell").select("method", *order)
     seeds = agg.group_by("method").agg(pl.col("seeds").max())
-    # Baseline first, then methods alphabetically (stable, whatever order files came in).
-    return (
-        wide.join(seeds, on="method")
-        .with_columns((pl.col("method") != "baseline").alias("_b"))
-        .sort("_b", "method")
-        .drop("_b")
-    )
+    return _baseline_first(wide.join(seeds, on="method"))
+
+
+def sts_per_seed(long: pl.DataFrame) -> pl.DataFrame:
+    """One row per method × seed, Spearman ×100 per dataset in ``STS_ORDER`` (same as the summary)."""
+    if long.height == 0:
+        return pl.DataFrame(schema={"method": pl.String, "seed": pl.Int64})
+    wide = long.pivot(on="dataset", index=["method", "seed"], values="spearman")
+    return _baseline_first(wide.select("method", "seed", *sts_columns(long["dataset"])), "seed")
 
 
 def cont_oppn_long(paths: Iterable[str | Path]) -> pl.DataFrame:

@@ -13,10 +13,21 @@ from pathlib import Path
 
 import polars as pl
 
-from hardneg.train.presets import METHOD_SOURCES, PRESETS
+from hardneg.train.presets import METHOD_PAPER, METHOD_SOURCES, PAPER_URLS, PRESETS
 from hardneg.train.settings import NON_STRUCTURAL, TrainSettings
 
 _IDENTITY = frozenset({"method", "seed", "init_model", "show_progress"})
+
+
+def paper_url(method: str) -> str | None:
+    """The paper of ``method``'s family (``METHOD_PAPER``), or None (baseline, no confirmed link)."""
+    family = METHOD_PAPER.get(method)
+    return PAPER_URLS.get(family) if family else None
+
+
+def paper_links(methods: Iterable[str]) -> dict[str, str]:
+    """method -> paper URL for those of ``methods`` that have one (the tables' method links)."""
+    return {m: url for m in methods if (url := paper_url(m))}
 
 
 def deviations(settings: dict) -> list[str]:

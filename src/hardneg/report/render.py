@@ -3,40 +3,76 @@ embedded by ``snakemake --report`` and must render offline)."""
 
 from __future__ import annotations
 
+import base64
 import html
+from collections.abc import Mapping
 from pathlib import Path
 
 import polars as pl
 
+from hardneg.report.collect import STS_HEADERS, sts_columns
 from hardneg.shards.io import atomic_path
 
 _CSS = (
     "body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;margin:0.5em 0}"
     "th,td{border:1px solid #999;padding:3px 8px;text-align:right}"
     "th{background:#dde7f3}td.l,th.l{text-align:left}caption{font-weight:bold;text-align:left}"
+    ".row{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start}.row>div{flex:0 0 auto}"
+    ".row>div:last-child{flex:1 1 600px;min-width:600px;max-width:1000px}"
+    "figure{margin:0.5em 0}figure img{max-width:100%;border:1px solid #ccc}"
+    "figcaption{font-size:90%;color:#444}a{color:#1a4f8b}"
 )
 
 
-def table_html(frame: pl.DataFrame, caption: str, table_id: str) -> str:
-    """One <table> (first column left-aligned, numbers rounded to 2 decimals)."""
-    # Text columns left-aligned, numbers right-aligned (header follows its column).
-    text_cols = {c for c, t in frame.schema.items() if t == pl.String and c not in ("STS12",)}
+def _is_number_text(text: str) -> bool:
+    # "61.0 ± 1.41", "50.0 ± —", "-3.2": numbers, right-aligned like the float cells.
+    return text[:1].isdigit() or text[:1] == "-" and text[1:2].isdigit()
+
+
+def table_html(frame: pl.DataFrame, caption: str, table_id: str,
+               links: Mapping[str, str] | None = None) -> str:
+    """One <table> (first column left-aligned, numbers rounded to 2 decimals); a first-column
+    value found in ``links`` becomes a link to that URL (the method -> paper links)."""
+    links = links or {}
+
+    def numeric(c: str) -> bool:
+        if frame.schema[c] != pl.String:
+            return True
+        vals = [v for v in frame[c].to_list() if v]
+        return bool(vals) and all(_is_number_text(v) for v in vals)
+
     head = "".join(
-        f'<th class="{"l" if i == 0 or c in text_cols and frame[c].str.contains("±").not_().all() else ""}">'
-        f"{html.escape(c)}</th>" for i, c in enumerate(frame.columns)
+        f'<th class="{"l" if i == 0 or not numeric(c) else ""}">{html.escape(c)}</th>'
+        for i, c in enumerate(frame.columns)
     )
     body = []
     for row in frame.iter_rows():
         cells = []
         for i, v in enumerate(row):
             text = "" if v is None else (f"{v:.2f}" if isinstance(v, float) else str(v))
-            cls = "l" if i == 0 or isinstance(v, str) and not text[:1].isdigit() else ""
-            cells.append(f'<td class="{cls}">{html.escape(text)}</td>')
+            cls = "l" if i == 0 or isinstance(v, str) and not _is_number_text(text) else ""
+            inner = html.escape(text)
+            if i == 0 and text in links:
+                inner = (f'<a href="{html.escape(links[text], quote=True)}" target="_blank" '
+                         f'rel="noopener" title="paper">{inner}</a>')
+            cells.append(f'<td class="{cls}">{inner}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     if not body:
         body.append(f'<tr><td class="l" colspan="{max(1, frame.width)}">(no rows)</td></tr>')
     return (f'<table id="{table_id}"><caption>{html.escape(caption)}</caption>'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def figure_html(png: str | Path, caption: str) -> str:
+    """A PNG embedded as a data URI (the page stays self-contained for ``snakemake --report``)."""
+    data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
+    return (f'<figure><img alt="{html.escape(caption, quote=True)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
+def beside(*parts: str) -> str:
+    """Snippets side by side (a table and its plot), wrapping below on narrow screens."""
+    return '<div class="row">' + "".join(f"<div>{p}</div>" for p in parts) + "</div>"
 
 
 def write_page(path: str | Path, title: str, parts: list[str]) -> Path:
@@ -79,8 +115,7 @@ def plot_sts(long: pl.DataFrame, path: str | Path) -> Path:
         return _save(fig, path)
     agg = long.group_by("method", "dataset").agg(
         pl.col("spearman").mean().alias("m"), pl.col("spearman").std(ddof=1).fill_null(0).alias("s"))
-    datasets = [d for d in ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark",
-                            "SICKRelatedness", "avg") if d in set(agg["dataset"])]
+    datasets = sts_columns(agg["dataset"])  # the tables' column order
     methods = sorted(set(agg["method"]), key=lambda m: (m != "baseline", m))
     width = 0.8 / len(methods)
     for j, method in enumerate(methods):
@@ -88,10 +123,12 @@ def plot_sts(long: pl.DataFrame, path: str | Path) -> Path:
         xs = [i + j * width for i in range(len(datasets))]
         ax.bar(xs, [sub.get(d, {}).get("m", 0.0) for d in datasets], width,
                yerr=[sub.get(d, {}).get("s", 0.0) for d in datasets], label=method, capsize=2)
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(datasets))], datasets, rotation=20)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(datasets))],
+                  [STS_HEADERS.get(d, d) for d in datasets], rotation=20)
     ax.set_ylabel("Spearman ×100")
     ax.set_title("STS test (mean ± std over seeds)")
-    ax.legend(fontsize=8, ncol=min(4, len(methods)))
+    ax.margins(y=0.18)  # headroom: the legend does not cover the tallest bars
+    ax.legend(fontsize=8, ncol=min(4, len(methods)), loc="upper right")
     fig.tight_layout()
     return _save(fig, path)
 

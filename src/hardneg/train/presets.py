@@ -124,6 +124,23 @@ METHOD_SOURCES: dict[str, str] = {
     "hicl_sncse": "HiCL §3.1-3.2 Eq. 1-2, A.3 (batch 256, fp32), Table 13 (SNCSE-BERT-base: alpha 0.01, lr 1e-5)",
     "syncse": "SynCSE Eq. 5-7; k, delta, tau, refresh not given by the paper (ours, docs/deviations.md)",
 }
+# Each method's paper (arXiv abstract or ACL Anthology page), linked from the report's tables;
+# RLRD+SAN and the *_san variants are SAN's (its Table 6). SynCSE: no stable link confirmed.
+PAPER_URLS: dict[str, str] = {
+    "SimCSE": "https://arxiv.org/abs/2104.08821",
+    "SNCSE": "https://arxiv.org/abs/2201.05979",
+    "RankCSE": "https://arxiv.org/abs/2305.16726",
+    "SAN": "https://aclanthology.org/2025.findings-naacl.461/",
+    "OssCSE": "https://aclanthology.org/2023.emnlp-main.448/",
+    "HNCSE": "https://arxiv.org/abs/2411.12156",
+    "HiCL": "https://arxiv.org/abs/2310.09720",
+}
+METHOD_PAPER: dict[str, str | None] = {
+    "simcse": "SimCSE", "simcse_san": "SAN", "sncse": "SNCSE", "sncse_san": "SAN",
+    "osscse": "OssCSE", "rankcse_san": "SAN", "rlrd_san": "SAN", "rankcse": "RankCSE",
+    "hncse_pm": "HNCSE", "hncse_hnm": "HNCSE", "hicl_simcse": "HiCL", "hicl_sncse": "HiCL",
+    "syncse": None,
+}
 METHODS = tuple(PRESETS)
 
 
