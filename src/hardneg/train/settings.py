@@ -13,7 +13,8 @@ from hardneg.encoders.pooling import POOLERS
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 NEGATIVES = ("none", "san")
 # Settings that do not change what is computed: a checkpoint stays resumable across them.
-NON_STRUCTURAL = frozenset({"eval_every", "checkpoint_every", "log_every", "show_progress"})
+# compile: how, not what, is computed (like the GPU model): a run may resume with it toggled
+NON_STRUCTURAL = frozenset({"eval_every", "checkpoint_every", "log_every", "show_progress", "compile"})
 
 
 @dataclass
@@ -67,6 +68,7 @@ class TrainSettings:
     checkpoint_every: int = 125
     log_every: int = 10
     show_progress: bool = True
+    compile: bool = False  # torch.compile the backbone, batches padded to max_length (issue 15)
 
     def __post_init__(self) -> None:
         self.validate()
