@@ -218,17 +218,24 @@ def gpu_main(args) -> None:
         shards = {"corpus": [str(write_shard(corpus, tmp / "corpus.parquet"))],
                   "san": [str(write_shard(san, tmp / "san.parquet"))]}
         model = str(tmp / "bert-base")
-        for method, passes in (("simcse", 2), ("simcse_san", 3)):
-            for compile_ in (False, True):
+        import hardneg.train.trainer as T
+
+        variants = [("simcse", 2, False, None, 4), ("simcse", 2, True, None, 4), ("simcse", 2, False, None, 0),
+                    ("simcse", 2, True, "reduce-overhead", 4), ("simcse_san", 3, False, None, 4),
+                    ("simcse_san", 3, True, None, 4), ("simcse_san", 3, True, "reduce-overhead", 4)]
+        for method, passes, compile_, mode, depth in variants:
+            T.COMPILE_MODE, T.PREFETCH_DEPTH = mode, depth
+            method_label = method + (f" (mode {mode})" if mode else "") + (", tokenization in the loop" if depth == 0 else "")
+            if True:
                 try:
                     rate, peak = gpu_ours(model, method, shards, args.batch, args.gpu_steps, compile_, tmp)
                 except Exception as exc:  # a row that failed says so
-                    lines.append(f"| hardneg trainer, {method}{', compile' if compile_ else ''} | {args.batch} "
+                    lines.append(f"| hardneg trainer, {method_label}{', train.compile' if compile_ else ''} | {args.batch} "
                                  f"| failed: {type(exc).__name__}: {str(exc).splitlines()[0][:150]} | | | |")
                     print(lines[-1], flush=True)
                     continue
                 tf = train_tflops(rate, passes)
-                lines.append(f"| hardneg trainer, {method}{', train.compile' if compile_ else ''} | {args.batch} "
+                lines.append(f"| hardneg trainer, {method_label}{', train.compile' if compile_ else ''} | {args.batch} "
                              f"| {rate:,.0f} | {tf:.0f} | {100 * tf / ceiling:.1f}% | peak {peak:.2f} GiB |")
                 print(lines[-1], flush=True)
         # bad input: a batch that cannot fit gives an error naming batch_size and the peak

@@ -114,3 +114,15 @@ def test_out_of_memory_error_names_batch_size(tiny_mlm_dir):
     err = out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), s,
                         torch.device("cpu"))
     assert "batch_size=512" in str(err) and "Tried to allocate" in str(err)
+
+
+def test_san_rust_encode_decode_equal_transformers(bert_tokenizer):
+    from hardneg.augment.san import _decode, _encode
+
+    texts = ["The quick brown fox jumps over the lazy dog.", "", "   ", "😀😀🎉", "这是一个中文句子，没有英文。",
+             "Hi.", "don't stop - it's 3.5 % of U.S. GDP , isn ' t it ?", "ünïcödé Straße café"]
+    seqs, _, _ = _encode(bert_tokenizer, texts, 128)
+    ref = bert_tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+    assert [s.tolist() for s in seqs] == ref
+    assert _decode(bert_tokenizer, seqs) == bert_tokenizer.batch_decode(
+        ref, skip_special_tokens=True, clean_up_tokenization_spaces=True)

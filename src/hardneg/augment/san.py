@@ -322,7 +322,13 @@ def _prepare_text(text: str, cfg: SanConfig) -> str:
 def _encode(tokenizer, texts: list[str], max_length: int) -> tuple[list[np.ndarray], list[bool], list[int]]:
     """Token ids with specials, cut to ``max_length`` (keeping the final [SEP]); truncation flags;
     [UNK] counts."""
-    enc = tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+    fast = _rust_tokenizer(tokenizer)
+    if fast is not None and fast.truncation is None and fast.padding is None:
+        # the same ids as tokenizer(texts) without the per-text Python wrapping; the Rust batch
+        # call runs on all cores with the GIL released (so it overlaps the GPU; issue 15)
+        enc = [e.ids for e in fast.encode_batch(texts, add_special_tokens=True)]
+    else:
+        enc = tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
     out, trunc, unk = [], [], []
     for ids in enc:
         cut = len(ids) > max_length
@@ -334,7 +340,19 @@ def _encode(tokenizer, texts: list[str], max_length: int) -> tuple[list[np.ndarr
     return out, trunc, unk
 
 
+def _rust_tokenizer(tokenizer):
+    """The ``tokenizers`` object behind a transformers fast tokenizer, else None."""
+    fast = getattr(tokenizer, "_tokenizer", None)
+    return fast if fast is not None and hasattr(fast, "decode_batch") else None
+
+
 def _decode(tokenizer, seqs: list[np.ndarray]) -> list[str]:
+    fast = _rust_tokenizer(tokenizer)
+    if fast is not None and type(fast.model).__name__ == "WordPiece":
+        # what batch_decode(skip_special_tokens=True, clean_up_tokenization_spaces=True) returns
+        # for WordPiece (BERT) tokenizers, decoded in one parallel Rust call without the GIL
+        texts = fast.decode_batch([s.tolist() for s in seqs], skip_special_tokens=True)
+        return [tokenizer.clean_up_tokenization(t) for t in texts]
     return tokenizer.batch_decode([s.tolist() for s in seqs], skip_special_tokens=True, clean_up_tokenization_spaces=True)
 
 

@@ -288,8 +288,26 @@ def compile_backbone(backbone: nn.Module, device: torch.device) -> bool:
         log.warning("train.compile: torch.compile does not work here (%s: %s); training without it",
                     type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "")
         return False
-    backbone.compile(dynamic=False)
+    backbone.compile(dynamic=False, mode=COMPILE_MODE)
     return True
+
+
+COMPILE_MODE: str | None = None  # torch.compile mode for train.compile (bench/train.py compares)
+PREFETCH_DEPTH = 4  # steps tokenized ahead by the worker thread; 0: in the loop (bench compares)
+
+
+class Inline:
+    """``Prefetch``'s interface, computed in the loop."""
+
+    def __init__(self, fn: Callable[[int], Any], start: int) -> None:
+        self.fn, self.at = fn, start
+
+    def next(self) -> Any:
+        self.at += 1
+        return self.fn(self.at - 1)
+
+    def close(self) -> None:
+        pass
 
 
 class Prefetch:
@@ -495,7 +513,7 @@ def train(
     # tokenization of the next steps runs in a worker thread (the fast tokenizer releases the
     # GIL) while the device runs this one; non-finite losses are checked on the device and read
     # back only at logging/eval/checkpoint steps on CUDA (every step on CPU, where it is free)
-    upcoming = Prefetch(prepare, step, total_steps)
+    upcoming = Prefetch(prepare, step, total_steps, PREFETCH_DEPTH) if PREFETCH_DEPTH > 0 else Inline(prepare, step)
     deferred = device.type == "cuda"
     bad_step = torch.zeros((), dtype=torch.long, device=device)  # first non-finite step (1-based), 0 = none
     parts: dict[str, torch.Tensor] = {}
