@@ -216,6 +216,8 @@ def gpu_main(args) -> None:
     ]
     table += [f"| {lab} | {t:.2f} | {r:,.0f} | {f:.1f} |" for lab, _b, t, r, f in rows]
     out_lines += table
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("\n".join(out_lines) + "\n")  # partial results survive a time limit
 
     # end to end: augment_chunks (tokenize, K iterations, decode, quality filter) + Parquet
     frame = pl.DataFrame({"id": pl.Series(sids, dtype=pl.Int64), "text": texts})
@@ -249,6 +251,7 @@ def gpu_main(args) -> None:
     e2e.append("")
     e2e.append(f"Batch-1024 shards byte-identical across chunk_rows and overlap: {len(digests) == 1}.")
     out_lines += e2e
+    Path(args.out).write_text("\n".join(out_lines) + "\n")
 
     # determinism: rows whose final ids differ from the batch-1 run
     m = args.det_sentences

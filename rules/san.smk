@@ -1,5 +1,5 @@
 # SAN (issue 4): POS lexicon -> (optional MLM bootstrap) -> mask-predict negatives, one job per shard.
-# Outputs are keyed by the parameters that change them (threads, GPUs stay out; batch size too in fp32).
+# Outputs are keyed by the parameters that change them (threads, GPUs stay out; batch size, chunking too in fp32).
 
 
 include: "functions/san.smk"
@@ -66,7 +66,7 @@ rule san:
         shard=san_shard("{shard}"),
         stats=san_shard("{shard}").replace(".parquet", ".json"),
     params:
-        # settings that do not change the output (chunk_rows, threads, gpus; batch_size in fp32) are
+        # settings that do not change the output (threads, gpus; batch_size, chunk_rows in fp32) are
         # read from config by the script, so changing them re-runs nothing (hardneg.augment.san_key)
         cfg=_SAN_KEYED,
         mlm=_MLM,

@@ -21,11 +21,14 @@ def test_san_key_has_batch_size_unless_fp32():
         a = keyed_settings(base | {"precision": precision, "batch_size": 64})
         b = keyed_settings(base | {"precision": precision, "batch_size": 1024})
         assert a != b and a["batch_size"] == 64
-        # the default batch size is keyed too (a config without the key)
-        assert keyed_settings(base | {"precision": precision})["batch_size"] == 64
+        assert keyed_settings(base | {"precision": precision, "chunk_rows": 100}) != keyed_settings(base | {"precision": precision})
+        # the defaults are keyed too (a config without the keys)
+        d = keyed_settings({"precision": precision})
+        assert d["batch_size"] == 64 and d["chunk_rows"] == 8192
     a = keyed_settings(base | {"precision": "fp32", "batch_size": 64})
     b = keyed_settings(base | {"precision": "fp32", "batch_size": 1024})
     assert a == b and "batch_size" not in a
+    assert keyed_settings(base | {"precision": "fp32", "chunk_rows": 100}) == a
     for k in ("chunk_rows", "threads", "gpus"):
         assert k not in a
     # precision itself is keyed; auto stands for bf16 on CUDA

@@ -6,7 +6,7 @@ _SAN_CFG = config.get("san", {})
 _BOOT_CFG = config.get("bootstrap_mlm", {})
 from hardneg.augment.san_key import keyed_settings as _san_keyed_settings
 
-_SAN_KEYED = _san_keyed_settings(_SAN_CFG)  # batch_size is keyed unless precision is fp32 (issue 15)
+_SAN_KEYED = _san_keyed_settings(_SAN_CFG)  # batch_size, chunk_rows keyed unless precision is fp32 (issue 15)
 _USE_BOOTSTRAP = _SAN_CFG.get("mlm", "bert-base-uncased") == "bootstrap"
 
 _BOOT_KEY = "boot-" + short_hash({k: v for k, v in _BOOT_CFG.items() if k != "threads"} | {"seed": config["seed"]})

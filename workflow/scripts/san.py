@@ -12,7 +12,7 @@ from hardneg.shards import write_json_atomic  # noqa: E402
 torch.set_num_threads(max(1, snakemake.threads))
 raw = dict(snakemake.params.cfg)
 raw.pop("mlm", None)
-unkeyed = snakemake.config.get("san", {})  # chunk_rows (and batch_size in fp32): no effect on the output
+unkeyed = snakemake.config.get("san", {})  # batch_size, chunk_rows: keyed unless fp32 (san_key)
 cfg = SanConfig.from_dict({**raw, "seed": snakemake.params.seed, "batch_size": unkeyed.get("batch_size", 64)})
 chunk_rows = unkeyed.get("chunk_rows", 8192)
 negation = snakemake.input.negation[0] if snakemake.input.negation else None

@@ -68,7 +68,7 @@ class TrainSettings:
     checkpoint_every: int = 125
     log_every: int = 10
     show_progress: bool = True
-    compile: bool = False  # torch.compile the backbone, batches padded to max_length (issue 15)
+    compile: bool = False  # torch.compile the backbone (CUDA graphs on CUDA), batches padded to max_length
 
     def __post_init__(self) -> None:
         self.validate()
