@@ -12,6 +12,7 @@ from hardneg.shards import write_json_atomic  # noqa: E402
 torch.set_num_threads(max(1, snakemake.threads))
 raw = dict(snakemake.params.cfg)
 raw.pop("mlm", None)
+raw.pop("chunk_rows", None)  # keyed (san_key) but an augment_shard argument, not a SanConfig field
 unkeyed = snakemake.config.get("san", {})  # batch_size, chunk_rows: keyed unless fp32 (san_key)
 cfg = SanConfig.from_dict({**raw, "seed": snakemake.params.seed, "batch_size": unkeyed.get("batch_size", 64)})
 chunk_rows = unkeyed.get("chunk_rows", 8192)
