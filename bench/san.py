@@ -171,35 +171,39 @@ def gpu_main(args) -> None:
     def batch_of(p):
         return p.cfg.batch_size
 
-    main_cls = _main_predictor_class()
-    if main_cls is not None:
-        run("main (fc413ab) MaskPredictor, bf16, batch 1024", pred(1024, cls=main_cls))
-    run("ours, bf16, batch 64, PyTorch's default attention (cuDNN first)", pred(64, backends=None))
-    run("ours, bf16, batch 64", pred(64))
-    run("ours, bf16, batch 256", pred(256))
-    run("ours, bf16, batch 1024", pred(1024))
-    run("ours, bf16, batch 4096", pred(4096))
-    run("ours, bf16, batch 1024, flash attention only", pred(1024, backends=("FLASH_ATTENTION",)))
-    run("ours, bf16, batch 1024, memory-efficient attention only", pred(1024, backends=("EFFICIENT_ATTENTION",)))
-    run("ours, bf16, batch 1024, cuDNN attention only", pred(1024, backends=("CUDNN_ATTENTION",)))
-    run("ours, bf16, batch 1024 (again: run-to-run spread)", pred(1024))
-    if args.fp32_row:
-        run("ours, fp32, batch 1024", pred(1024, "fp32"))
+    naive_s, n = float("nan"), 0
+    if args.only_e2e:
+        run("ours, bf16, batch 1024", pred(1024))
+    else:
+        main_cls = _main_predictor_class()
+        if main_cls is not None:
+            run("main (fc413ab) MaskPredictor, bf16, batch 1024", pred(1024, cls=main_cls))
+        run("ours, bf16, batch 64, PyTorch's default attention (cuDNN first)", pred(64, backends=None))
+        run("ours, bf16, batch 64", pred(64))
+        run("ours, bf16, batch 256", pred(256))
+        run("ours, bf16, batch 1024", pred(1024))
+        run("ours, bf16, batch 4096", pred(4096))
+        run("ours, bf16, batch 1024, flash attention only", pred(1024, backends=("FLASH_ATTENTION",)))
+        run("ours, bf16, batch 1024, memory-efficient attention only", pred(1024, backends=("EFFICIENT_ATTENTION",)))
+        run("ours, bf16, batch 1024, cuDNN attention only", pred(1024, backends=("CUDNN_ATTENTION",)))
+        run("ours, bf16, batch 1024 (again: run-to-run spread)", pred(1024))
+        if args.fp32_row:
+            run("ours, fp32, batch 1024", pred(1024, "fp32"))
 
-    # naive: fill-mask pipeline one sentence at a time (fp32 model, iteration 1's masks)
-    n = args.naive_sentences
-    pick = np.linspace(0, len(enc) - 1, n).round().astype(int)
-    p1 = pred(64, "fp32")
-    _, masks1 = p1.iterate([enc[i] for i in pick], sids[pick], 1)
-    mks = []
-    for i, m in zip(pick, masks1):
-        z = np.zeros(len(enc[i]), dtype=bool)
-        z[m] = True
-        mks.append(z)
-    fill = pipeline("fill-mask", model=model, tokenizer=tok, device=0 if cuda else -1)
-    naive_iteration(fill, tok, [enc[i] for i in pick[:4]], mks[:4])
-    _, naive_s, _ = naive_iteration(fill, tok, [enc[i] for i in pick], mks)
-    print(f"| naive | {naive_s:.2f} | {n / naive_s:,.1f} |", flush=True)
+        # naive: fill-mask pipeline one sentence at a time (fp32 model, iteration 1's masks)
+        n = args.naive_sentences
+        pick = np.linspace(0, len(enc) - 1, n).round().astype(int)
+        p1 = pred(64, "fp32")
+        _, masks1 = p1.iterate([enc[i] for i in pick], sids[pick], 1)
+        mks = []
+        for i, m in zip(pick, masks1):
+            z = np.zeros(len(enc[i]), dtype=bool)
+            z[m] = True
+            mks.append(z)
+        fill = pipeline("fill-mask", model=model, tokenizer=tok, device=0 if cuda else -1)
+        naive_iteration(fill, tok, [enc[i] for i in pick[:4]], mks[:4])
+        _, naive_s, _ = naive_iteration(fill, tok, [enc[i] for i in pick], mks)
+        print(f"| naive | {naive_s:.2f} | {n / naive_s:,.1f} |", flush=True)
 
     table = [
         f"SAN mask-predict on {dev} (torch {torch.__version__}, CUDA {torch.version.cuda}), bert-base-sized "
@@ -255,6 +259,8 @@ def gpu_main(args) -> None:
 
     # determinism: rows whose final ids differ from the batch-1 run
     m = args.det_sentences
+    if not m:
+        return
     det = ["", f"Determinism on {dev}: of {m} sentences, rows whose iteration-{k} ids differ from the batch-1 "
            "run (same seed, same masks).", "", "| precision | batch 8 | batch 64 | batch 1024 |", "|---|---|---|---|"]
     for precision in ("fp32", "bf16"):
@@ -288,6 +294,7 @@ def main() -> None:
     ap.add_argument("--det-sentences", type=int, default=1024)
     ap.add_argument("--workdir", default="/tmp")
     ap.add_argument("--fp32-row", action="store_true")
+    ap.add_argument("--only-e2e", action="store_true", help="--gpu: the batch-1024 row and the end-to-end rows")
     ap.add_argument("--smoke", type=int, default=0, help="--gpu code path on N sentences, tiny model (a dry run)")
     ap.add_argument("--model", default="minilm", help="minilm | bert-base | a hub id or folder")
     ap.add_argument("--sentences", type=int, default=4096, help="sentences for the batched runs (half a shard chunk)")

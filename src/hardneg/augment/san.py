@@ -301,10 +301,13 @@ class MaskPredictor:
                 part, start = flat[start : start + len(choice)], start + len(choice)
                 ids = self._apply(ids, mask, part)
             out_np = ids.numpy()
-            mask_np = mask.numpy()
-            for j, i in enumerate(idx):
+            rows, cols = np.nonzero(mask.numpy())  # masked positions of the whole batch at once
+            ends = np.searchsorted(rows, np.arange(1, len(idx) + 1)).tolist()
+            cols = cols.tolist()
+            lo = 0
+            for j, i in enumerate(idx.tolist()):
                 new[i] = out_np[j]
-                masked[i] = np.flatnonzero(mask_np[j]).tolist()
+                masked[i], lo = cols[lo : ends[j]], ends[j]
         return new, masked  # type: ignore[return-value]
 
 
@@ -330,13 +333,14 @@ def _encode(tokenizer, texts: list[str], max_length: int) -> tuple[list[np.ndarr
     else:
         enc = tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
     out, trunc, unk = [], [], []
+    unk_id = tokenizer.unk_token_id  # a property that converts a token each time: read it once
     for ids in enc:
         cut = len(ids) > max_length
         if cut:
             ids = ids[: max_length - 1] + ids[-1:]
         out.append(np.asarray(ids, dtype=np.int64))
         trunc.append(cut)
-        unk.append(sum(1 for t in ids if t == tokenizer.unk_token_id))
+        unk.append(ids.count(unk_id) if unk_id is not None else 0)
     return out, trunc, unk
 
 
