@@ -24,6 +24,9 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=512)
     ap.add_argument("--iterations", type=int, default=4)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--rerun-check", type=int, default=0,
+                    help="N: also run augment_chunks on N sentences 3 times (overlap off, on, on again) "
+                         "and print whether the rows are identical")
     args = ap.parse_args()
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
@@ -56,6 +59,20 @@ def main() -> None:
             else:
                 cells.append(sum(not np.array_equal(a, b) for a, b in zip(ref, cur)))
         out.append(f"| {precision} | " + " | ".join(str(c) for c in cells) + " |")
+        print(out[-1], flush=True)
+    if args.rerun_check:
+        import polars as pl
+
+        from hardneg.augment.san import augment_chunks
+
+        texts = (lines * (args.rerun_check // len(lines) + 1))[: args.rerun_check]
+        frame = pl.DataFrame({"id": pl.Series(range(len(texts)), dtype=pl.Int64), "text": texts})
+        p = MaskPredictor(model, tok, probs, SanConfig(batch_size=1024, iterations=args.iterations, seed=0))
+        runs = [pl.concat(augment_chunks((frame[i : i + 32768] for i in range(0, frame.height, 32768)), p,
+                                         overlap=ov)) for ov in (False, True, True)]
+        same = [runs[0].equals(r) for r in runs[1:]]
+        out += ["", f"augment_chunks on {len(texts):,} sentences ({p.precision}, batch 1024, chunk_rows 32768): "
+                f"overlap off vs on identical: {same[0]}; a second run with overlap on identical: {same[1]}."]
         print(out[-1], flush=True)
     text = "\n".join(out) + "\n"
     print(text)
