@@ -159,7 +159,7 @@ def gpu_main(args) -> None:
     def run(label: str, p) -> None:
         try:
             p.iterate(warm, sids[:512] + 10**7, 1)  # CUDA context, cuBLAS handles (other ids/masks)
-            t, first, masks = timed_run(p, enc, sids, k, device)
+            t, _first, masks = timed_run(p, enc, sids, k, device)
         except RuntimeError as exc:
             print(f"| {label} | failed: {str(exc).splitlines()[0][:120]} |", flush=True)
             return
@@ -206,17 +206,17 @@ def gpu_main(args) -> None:
         print(f"| naive | {naive_s:.2f} | {n / naive_s:,.1f} |", flush=True)
 
     table = [
-        f"SAN mask-predict on {dev} (torch {torch.__version__}, CUDA {torch.version.cuda}), bert-base-sized "
+        (f"SAN mask-predict on {dev} (torch {torch.__version__}, CUDA {torch.version.cuda}), bert-base-sized "
         f"MLM (random weights), wiki1m excerpt x{args.copies} = {len(enc):,} sentences, mean "
         f"{np.mean([len(s) for s in enc]):.1f} word pieces, {k} chained iterations, all sentences in one "
         "call (exact-length groups), after a 512-sentence warm-up. Unit: sentences/s per iteration "
         "(sentences x iterations / seconds); TFLOP/s = model FLOPs (estimate: encoder, attention, "
-        "MLM head at masked positions) / seconds.",
+        "MLM head at masked positions) / seconds."),
         "",
         "| method | seconds | sentences/s per iteration | TFLOP/s |",
         "|---|---|---|---|",
-        f"| fill-mask pipeline, one sentence at a time (naive), fp32, {n} sentences, 1 iteration "
-        f"| {naive_s:.2f} | {n / naive_s:,.1f} | - |",
+        (f"| fill-mask pipeline, one sentence at a time (naive), fp32, {n} sentences, 1 iteration "
+        f"| {naive_s:.2f} | {n / naive_s:,.1f} | - |"),
     ]
     table += [f"| {lab} | {t:.2f} | {r:,.0f} | {f:.1f} |" for lab, _b, t, r, f in rows]
     out_lines += table
@@ -225,9 +225,9 @@ def gpu_main(args) -> None:
 
     # end to end: augment_chunks (tokenize, K iterations, decode, quality filter) + Parquet
     frame = pl.DataFrame({"id": pl.Series(sids, dtype=pl.Int64), "text": texts})
-    e2e = ["", f"SAN end to end (tokenize, {k} iterations, decode {k + 1} texts, quality filter, Parquet "
+    e2e = ["", (f"SAN end to end (tokenize, {k} iterations, decode {k + 1} texts, quality filter, Parquet "
            "write), bf16, same sentences, same device. Unit: rows/s per iteration (rows x iterations / "
-           "seconds) and rows/s.", "",
+           "seconds) and rows/s."), "",
            "| batch | chunk_rows | CPU side beside the GPU | attention | seconds | rows/s per iteration | rows/s |",
            "|---|---|---|---|---|---|---|"]
     digests = set()
@@ -261,8 +261,8 @@ def gpu_main(args) -> None:
     m = args.det_sentences
     if not m:
         return
-    det = ["", f"Determinism on {dev}: of {m} sentences, rows whose iteration-{k} ids differ from the batch-1 "
-           "run (same seed, same masks).", "", "| precision | batch 8 | batch 64 | batch 1024 |", "|---|---|---|---|"]
+    det = ["", (f"Determinism on {dev}: of {m} sentences, rows whose iteration-{k} ids differ from the batch-1 "
+           "run (same seed, same masks)."), "", "| precision | batch 8 | batch 64 | batch 1024 |", "|---|---|---|---|"]
     for precision in ("fp32", "bf16"):
         ref = None
         cells = []
@@ -371,18 +371,18 @@ def main() -> None:
         (f"MaskPredictor bf16, batch {args.batch_size}, {k} chained iterations", len(seqs), k, bf16_s, len(seqs) * k / bf16_s, f"{100 * bf16_agree:.1f}%"),
     ]
     table = [
-        f"SAN mask-predict, model `{args.model}` ({params:.1f}M params), device {device} ({dev_name}); "
+        (f"SAN mask-predict, model `{args.model}` ({params:.1f}M params), device {device} ({dev_name}); "
         f"wiki1m sentences of >= 5 words, mean {np.mean([len(s) for s in seqs]):.1f} word pieces "
         f"(naive sample: {np.mean([len(seqs[i]) for i in pick]):.1f}); "
-        f"lexicon (isolation, {len(lex)} ids) built in {lexicon_s:.1f} s.",
+        f"lexicon (isolation, {len(lex)} ids) built in {lexicon_s:.1f} s."),
         "",
         "| method | sentences | iterations | seconds | sentences/s per iteration | speed-up | iteration-1 tokens equal to fp32 |",
         "|---|---|---|---|---|---|---|",
     ]
     table += [f"| {m} | {s} | {k_} | {t:.2f} | {r:.1f} | {r / naive_rate:.1f}x | {a} |" for m, s, k_, t, r, a in rows]
-    table += ["", f"Check: in the {sum(exact)} of {n} naive sentences whose masked string re-tokenizes to exactly the masked ids, "
+    table += ["", (f"Check: in the {sum(exact)} of {n} naive sentences whose masked string re-tokenizes to exactly the masked ids, "
               f"where the pipeline's top-1 is not the masked token itself ({len(checked)} positions), "
-              f"it equals MaskPredictor fp32's argmax at {100 * naive_agree:.1f}% of them."]
+              f"it equals MaskPredictor fp32's argmax at {100 * naive_agree:.1f}% of them.")]
     text = "\n".join(table) + "\n"
     print(text)
     out = Path(args.out)

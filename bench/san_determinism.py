@@ -42,9 +42,9 @@ def main() -> None:
     enc = [np.asarray(s[:127] + s[-1:] if len(s) > 128 else s) for s in tok(lines[: args.sentences])["input_ids"]]
     sids = np.arange(len(enc))
     name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
-    out = [f"SAN determinism on {name} (torch {torch.__version__}, CUDA {torch.version.cuda}), bert-base-sized "
+    out = [(f"SAN determinism on {name} (torch {torch.__version__}, CUDA {torch.version.cuda}), bert-base-sized "
            f"MLM (random weights): of {len(enc)} wiki1m sentences, rows whose iteration-{args.iterations} ids "
-           "differ from the batch-1 run (same seed, same masks).", "",
+           "differ from the batch-1 run (same seed, same masks)."), "",
            "| precision | batch 8 | batch 64 | batch 1024 |", "|---|---|---|---|"]
     for precision in ("fp32", "bf16"):
         ref, cells = None, []
@@ -71,8 +71,8 @@ def main() -> None:
         runs = [pl.concat(augment_chunks((frame[i : i + 32768] for i in range(0, frame.height, 32768)), p,
                                          overlap=ov)) for ov in (False, True, True)]
         same = [runs[0].equals(r) for r in runs[1:]]
-        out += ["", f"augment_chunks on {len(texts):,} sentences ({p.precision}, batch 1024, chunk_rows 32768): "
-                f"overlap off vs on identical: {same[0]}; a second run with overlap on identical: {same[1]}."]
+        out += ["", (f"augment_chunks on {len(texts):,} sentences ({p.precision}, batch 1024, chunk_rows 32768): "
+                f"overlap off vs on identical: {same[0]}; a second run with overlap on identical: {same[1]}.")]
         print(out[-1], flush=True)
     text = "\n".join(out) + "\n"
     print(text)

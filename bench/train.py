@@ -190,10 +190,10 @@ def gpu_main(args) -> None:
     dev = torch.cuda.get_device_name()
     ceiling = matmul_ceiling()
     lines = [
-        f"Training on {dev} (torch {torch.__version__}, CUDA {torch.version.cuda}), bert-base-sized encoder "
+        (f"Training on {dev} (torch {torch.__version__}, CUDA {torch.version.cuda}), bert-base-sized encoder "
         f"(random weights), bf16 autocast, max length 32. Sentences/s = anchors per second; TFLOP/s = "
         f"6 x 85M encoder weights x 32 tokens x sequences per anchor (2 views, +1 SAN) x sentences/s; "
-        f"% = of this device's measured bf16 8192^3 matrix product ({ceiling:.0f} TFLOP/s).",
+        f"% = of this device's measured bf16 8192^3 matrix product ({ceiling:.0f} TFLOP/s)."),
         "",
         "| loop | batch | sentences/s | TFLOP/s | % of matmul | peak memory |",
         "|---|---|---|---|---|---|",
@@ -229,7 +229,7 @@ def gpu_main(args) -> None:
             if True:
                 try:
                     rate, peak = gpu_ours(model, method, shards, args.batch, args.gpu_steps, compile_, tmp)
-                except Exception as exc:  # a row that failed says so
+                except Exception as exc:  # noqa: BLE001  # a row that failed says so
                     lines.append(f"| hardneg trainer, {method_label}{', train.compile' if compile_ else ''} | {args.batch} "
                                  f"| failed: {type(exc).__name__}: {str(exc).splitlines()[0][:150]} | | | |")
                     print(lines[-1], flush=True)

@@ -55,8 +55,8 @@ def main() -> None:
             losses[label] = [round(r["loss"], 4) for r in rows if r["kind"] == "train"]
             lines.append(f"| {label} | " + " ".join(f"{v:.4f}" for v in losses[label]) + " |")
             print(lines[-1], flush=True)
-    head = [f"{args.method} on {torch.cuda.get_device_name()} (torch {torch.__version__}): logged loss every 5 steps "
-            "(dropout masks differ between eager and compiled kernels, so values agree in trend, not bits).",
+    head = [(f"{args.method} on {torch.cuda.get_device_name()} (torch {torch.__version__}): logged loss every 5 steps "
+            "(dropout masks differ between eager and compiled kernels, so values agree in trend, not bits)."),
             "", "| run | losses |", "|---|---|"]
     text = "\n".join(head + lines) + "\n"
     print(text)

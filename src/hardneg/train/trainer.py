@@ -285,7 +285,7 @@ def compile_backbone(backbone: nn.Module, device: torch.device) -> bool:
     try:
         probe = torch.compile(lambda x: torch.nn.functional.gelu(x) * 2 + 1, dynamic=False)
         probe(torch.randn(8, device=device))
-    except Exception as exc:  # no C compiler / Triton: inductor fails at the first call
+    except Exception as exc:  # noqa: BLE001  # no C compiler / Triton: inductor fails at the first call
         log.warning("train.compile: torch.compile does not work here (%s: %s); training without it",
                     type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "")
         return False
@@ -334,7 +334,7 @@ class Prefetch:
                     return
                 try:
                     item = (True, fn(at))
-                except BaseException as exc:  # handed to the consumer
+                except BaseException as exc:  # noqa: BLE001  # handed to the consumer
                     item = (False, exc)
                 self._q.put(item)  # blocks while `depth` steps wait; close() drains
                 if not item[0]:
@@ -525,7 +525,7 @@ def train(
     bad_step = torch.zeros((), dtype=torch.long, device=device)  # first non-finite step (1-based), 0 = none
     parts: dict[str, torch.Tensor] = {}
     while step < total_steps:
-        epoch, index = divmod(step, n_batches)
+        epoch = step // n_batches
         texts, extra, tokens = upcoming.next()
         teacher_sims = None
         if teacher_texts:
