@@ -5,6 +5,10 @@ sentence at a time (the naive way), same model, same masks, same machine, one ru
     .venv/bin/python bench/san.py --model bert-base    # a bert-base-sized MLM (random weights)
     .venv/bin/python bench/san.py --model results/mlm/<corpus>/boot-<hash> --out bench/results/san-bootstrap.md
                                                        # the quick experiment's trained MLM
+    python bench/san.py --gpu --tokenizer DIR --mask-prob FILE.npy --corpus wiki1m_for_simcse.txt
+                                                       # GPU rows (bert-base, random weights): naive,
+                                                       # main's code, ours with each option, end to
+                                                       # end, determinism across batch sizes
 
 Prints a markdown table and writes it to bench/results/san.md (or --out).
 Unit: sentences per second per mask-predict iteration.
@@ -90,8 +94,208 @@ def timed_run(pred, seqs, sids, iterations: int, device: str):
     return time.perf_counter() - t0, first, first_masks
 
 
+# ---------------------------------------------------------------------------------------- GPU
+def _flops_per_iteration(seqs, masked_counts: int, layers=12, hidden=768, vocab=30522) -> float:
+    """Model FLOPs of one mask-predict iteration (estimate): encoder matrix products
+    (12 h^2 weights per layer, 2 FLOPs per weight and token), attention scores and values
+    (4 L^2 h per layer and sentence), the MLM head at masked positions only."""
+    lens = np.array([len(s) for s in seqs], dtype=np.float64)
+    enc = 2 * 12 * hidden * hidden * layers * lens.sum() + 4 * layers * hidden * (lens**2).sum()
+    return float(enc + 2 * masked_counts * (hidden * hidden + hidden * vocab))
+
+
+def _main_predictor_class():
+    """The MaskPredictor of the checkout the bench runs in (main's code, before issue 15), when
+    the bench runs from a copy beside it (../src); else None."""
+    import importlib.util
+
+    path = ROOT.parent / "src/hardneg/augment/san.py"
+    if not path.exists() or path.resolve() == (ROOT / "src/hardneg/augment/san.py").resolve():
+        return None
+    spec = importlib.util.spec_from_file_location("hardneg_main_san", path)
+    mod = importlib.util.module_from_spec(spec)
+    import sys
+
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod.MaskPredictor
+
+
+def gpu_main(args) -> None:
+    import polars as pl
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, pipeline
+    from transformers.utils import logging as hf_logging
+
+    from hardneg.augment import san as S
+    from hardneg.shards import write_shard
+
+    hf_logging.set_verbosity_error()
+    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 rows are fp32
+    tok = AutoTokenizer.from_pretrained(args.tokenizer)
+    torch.manual_seed(0)
+    device = args.device or "cuda"
+    small = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64} if args.smoke else {}
+    model = BertForMaskedLM(BertConfig(vocab_size=tok.vocab_size, **small)).eval().to(device)
+    cuda = device == "cuda"
+    probs = np.load(args.mask_prob)
+    base = [t.strip() for t in Path(args.corpus).read_text(encoding="utf-8").splitlines() if t.strip()]
+    base = base[: args.smoke] if args.smoke else base
+    texts = base * args.copies  # the issue's set: the excerpt tripled (new ids, new masks)
+    enc = [np.asarray(s[:127] + s[-1:] if len(s) > 128 else s) for s in tok(texts)["input_ids"]]
+    sids = np.arange(len(enc))
+    k = args.iterations
+    dev = torch.cuda.get_device_name() if cuda else device
+    out_lines: list[str] = []
+
+    def pred(batch: int, precision: str = "bf16", backends="default", cls=S.MaskPredictor):
+        p = cls(model, tok, probs, S.SanConfig(batch_size=batch, iterations=k, seed=0, precision=precision))
+        if backends != "default":
+            p.sdpa_backends = backends
+        return p
+
+    warm = enc[:512]
+    rows = []
+
+    def run(label: str, p) -> None:
+        try:
+            p.iterate(warm, sids[:512] + 10**7, 1)  # CUDA context, cuBLAS handles (other ids/masks)
+            t, _first, masks = timed_run(p, enc, sids, k, device)
+        except RuntimeError as exc:
+            print(f"| {label} | failed: {str(exc).splitlines()[0][:120]} |", flush=True)
+            return
+        rate = len(enc) * k / t
+        fl = _flops_per_iteration(enc, sum(len(m) for m in masks)) * k / t / 1e12
+        rows.append((label, batch_of(p), t, rate, fl))
+        print(f"| {label} | {t:.2f} | {rate:,.0f} | {fl:.1f} |", flush=True)
+
+    def batch_of(p):
+        return p.cfg.batch_size
+
+    naive_s, n = float("nan"), 0
+    if args.only_e2e:
+        run("ours, bf16, batch 1024", pred(1024))
+    else:
+        main_cls = _main_predictor_class()
+        if main_cls is not None:
+            run("main (fc413ab) MaskPredictor, bf16, batch 1024", pred(1024, cls=main_cls))
+        run("ours, bf16, batch 64, PyTorch's default attention (cuDNN first)", pred(64, backends=None))
+        run("ours, bf16, batch 64", pred(64))
+        run("ours, bf16, batch 256", pred(256))
+        run("ours, bf16, batch 1024", pred(1024))
+        run("ours, bf16, batch 4096", pred(4096))
+        run("ours, bf16, batch 1024, flash attention only", pred(1024, backends=("FLASH_ATTENTION",)))
+        run("ours, bf16, batch 1024, memory-efficient attention only", pred(1024, backends=("EFFICIENT_ATTENTION",)))
+        run("ours, bf16, batch 1024, cuDNN attention only", pred(1024, backends=("CUDNN_ATTENTION",)))
+        run("ours, bf16, batch 1024 (again: run-to-run spread)", pred(1024))
+        if args.fp32_row:
+            run("ours, fp32, batch 1024", pred(1024, "fp32"))
+
+        # naive: fill-mask pipeline one sentence at a time (fp32 model, iteration 1's masks)
+        n = args.naive_sentences
+        pick = np.linspace(0, len(enc) - 1, n).round().astype(int)
+        p1 = pred(64, "fp32")
+        _, masks1 = p1.iterate([enc[i] for i in pick], sids[pick], 1)
+        mks = []
+        for i, m in zip(pick, masks1):
+            z = np.zeros(len(enc[i]), dtype=bool)
+            z[m] = True
+            mks.append(z)
+        fill = pipeline("fill-mask", model=model, tokenizer=tok, device=0 if cuda else -1)
+        naive_iteration(fill, tok, [enc[i] for i in pick[:4]], mks[:4])
+        _, naive_s, _ = naive_iteration(fill, tok, [enc[i] for i in pick], mks)
+        print(f"| naive | {naive_s:.2f} | {n / naive_s:,.1f} |", flush=True)
+
+    table = [
+        (f"SAN mask-predict on {dev} (torch {torch.__version__}, CUDA {torch.version.cuda}), bert-base-sized "
+        f"MLM (random weights), wiki1m excerpt x{args.copies} = {len(enc):,} sentences, mean "
+        f"{np.mean([len(s) for s in enc]):.1f} word pieces, {k} chained iterations, all sentences in one "
+        "call (exact-length groups), after a 512-sentence warm-up. Unit: sentences/s per iteration "
+        "(sentences x iterations / seconds); TFLOP/s = model FLOPs (estimate: encoder, attention, "
+        "MLM head at masked positions) / seconds."),
+        "",
+        "| method | seconds | sentences/s per iteration | TFLOP/s |",
+        "|---|---|---|---|",
+        (f"| fill-mask pipeline, one sentence at a time (naive), fp32, {n} sentences, 1 iteration "
+        f"| {naive_s:.2f} | {n / naive_s:,.1f} | - |"),
+    ]
+    table += [f"| {lab} | {t:.2f} | {r:,.0f} | {f:.1f} |" for lab, _b, t, r, f in rows]
+    out_lines += table
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("\n".join(out_lines) + "\n")  # partial results survive a time limit
+
+    # end to end: augment_chunks (tokenize, K iterations, decode, quality filter) + Parquet
+    frame = pl.DataFrame({"id": pl.Series(sids, dtype=pl.Int64), "text": texts})
+    e2e = ["", (f"SAN end to end (tokenize, {k} iterations, decode {k + 1} texts, quality filter, Parquet "
+           "write), bf16, same sentences, same device. Unit: rows/s per iteration (rows x iterations / "
+           "seconds) and rows/s."), "",
+           "| batch | chunk_rows | CPU side beside the GPU | attention | seconds | rows/s per iteration | rows/s |",
+           "|---|---|---|---|---|---|---|"]
+    digests = set()
+    for batch, chunk, overlap, backends in ((1024, 8192, False, "default"), (1024, 8192, True, "default"),
+                                            (1024, 32768, True, "default"), (4096, 32768, True, "default"),
+                                            (1024, 32768, True, ("CUDNN_ATTENTION",))):
+        p = pred(batch, backends=backends)
+        p.iterate(warm, sids[:512] + 10**7, 1)
+        if cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        parts = S.augment_chunks((frame[i : i + chunk] for i in range(0, frame.height, chunk)), p, overlap=overlap)
+        out = pl.concat(parts)
+        path = Path(args.workdir) / f"san-{batch}-{chunk}-{overlap}.parquet"
+        write_shard(out, path)
+        t = time.perf_counter() - t0
+        import hashlib
+
+        if batch == 1024 and backends == "default":
+            digests.add(hashlib.sha256(path.read_bytes()).hexdigest())
+        att = "flash/mem-efficient" if backends == "default" else "cuDNN"
+        e2e.append(f"| {batch} | {chunk} | {'yes' if overlap else 'no'} | {att} | {t:.2f} | {frame.height * k / t:,.0f} "
+                   f"| {frame.height / t:,.0f} |")
+        print(e2e[-1], flush=True)
+    e2e.append("")
+    e2e.append(f"Batch-1024 shards byte-identical across chunk_rows and overlap: {len(digests) == 1}.")
+    out_lines += e2e
+    Path(args.out).write_text("\n".join(out_lines) + "\n")
+
+    # determinism: rows whose final ids differ from the batch-1 run
+    m = args.det_sentences
+    if not m:
+        return
+    det = ["", (f"Determinism on {dev}: of {m} sentences, rows whose iteration-{k} ids differ from the batch-1 "
+           "run (same seed, same masks)."), "", "| precision | batch 8 | batch 64 | batch 1024 |", "|---|---|---|---|"]
+    for precision in ("fp32", "bf16"):
+        ref = None
+        cells = []
+        for batch in (1, 8, 64, 1024):
+            p = pred(batch, precision)
+            cur = enc[:m]
+            for it in range(1, k + 1):
+                cur, _ = p.iterate(cur, sids[:m], it)
+            if ref is None:
+                ref = cur
+            else:
+                cells.append(sum(not np.array_equal(a, b) for a, b in zip(ref, cur)))
+        det.append(f"| {precision} | " + " | ".join(str(c) for c in cells) + " |")
+        print(det[-1], flush=True)
+    out_lines += det
+    text = "\n".join(out_lines) + "\n"
+    print(text)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gpu", action="store_true", help="the GPU rows (needs CUDA)")
+    ap.add_argument("--tokenizer", default=None, help="--gpu: a bert-base-uncased tokenizer folder")
+    ap.add_argument("--mask-prob", default=None, help="--gpu: the lexicon's mask_prob column (.npy)")
+    ap.add_argument("--corpus", default=str(WIKI), help="--gpu: one sentence a line")
+    ap.add_argument("--copies", type=int, default=3)
+    ap.add_argument("--det-sentences", type=int, default=1024)
+    ap.add_argument("--workdir", default="/tmp")
+    ap.add_argument("--fp32-row", action="store_true")
+    ap.add_argument("--only-e2e", action="store_true", help="--gpu: the batch-1024 row and the end-to-end rows")
+    ap.add_argument("--smoke", type=int, default=0, help="--gpu code path on N sentences, tiny model (a dry run)")
     ap.add_argument("--model", default="minilm", help="minilm | bert-base | a hub id or folder")
     ap.add_argument("--sentences", type=int, default=4096, help="sentences for the batched runs (half a shard chunk)")
     ap.add_argument("--naive-sentences", type=int, default=128, help="sentences for the naive run, spread evenly over the set")
@@ -101,6 +305,11 @@ def main() -> None:
     ap.add_argument("--device", default=None)
     ap.add_argument("--out", default=str(ROOT / "bench/results/san.md"))
     args = ap.parse_args()
+    if args.gpu:
+        args.iterations = 4 if args.iterations == 2 else args.iterations
+        if args.out == str(ROOT / "bench/results/san.md"):
+            args.out = str(ROOT / "bench/results/san-gpu.md")
+        return gpu_main(args)
     torch.set_num_threads(args.threads)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
 
@@ -162,18 +371,18 @@ def main() -> None:
         (f"MaskPredictor bf16, batch {args.batch_size}, {k} chained iterations", len(seqs), k, bf16_s, len(seqs) * k / bf16_s, f"{100 * bf16_agree:.1f}%"),
     ]
     table = [
-        f"SAN mask-predict, model `{args.model}` ({params:.1f}M params), device {device} ({dev_name}); "
+        (f"SAN mask-predict, model `{args.model}` ({params:.1f}M params), device {device} ({dev_name}); "
         f"wiki1m sentences of >= 5 words, mean {np.mean([len(s) for s in seqs]):.1f} word pieces "
         f"(naive sample: {np.mean([len(seqs[i]) for i in pick]):.1f}); "
-        f"lexicon (isolation, {len(lex)} ids) built in {lexicon_s:.1f} s.",
+        f"lexicon (isolation, {len(lex)} ids) built in {lexicon_s:.1f} s."),
         "",
         "| method | sentences | iterations | seconds | sentences/s per iteration | speed-up | iteration-1 tokens equal to fp32 |",
         "|---|---|---|---|---|---|---|",
     ]
     table += [f"| {m} | {s} | {k_} | {t:.2f} | {r:.1f} | {r / naive_rate:.1f}x | {a} |" for m, s, k_, t, r, a in rows]
-    table += ["", f"Check: in the {sum(exact)} of {n} naive sentences whose masked string re-tokenizes to exactly the masked ids, "
+    table += ["", (f"Check: in the {sum(exact)} of {n} naive sentences whose masked string re-tokenizes to exactly the masked ids, "
               f"where the pipeline's top-1 is not the masked token itself ({len(checked)} positions), "
-              f"it equals MaskPredictor fp32's argmax at {100 * naive_agree:.1f}% of them."]
+              f"it equals MaskPredictor fp32's argmax at {100 * naive_agree:.1f}% of them.")]
     text = "\n".join(table) + "\n"
     print(text)
     out = Path(args.out)

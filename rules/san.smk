@@ -1,5 +1,5 @@
 # SAN (issue 4): POS lexicon -> (optional MLM bootstrap) -> mask-predict negatives, one job per shard.
-# Outputs are keyed by the parameters that change them (batch sizes, threads, GPUs stay out).
+# Outputs are keyed by the parameters that change them (threads, GPUs stay out; batch size, chunking too in fp32).
 
 
 include: "functions/san.smk"
@@ -67,9 +67,9 @@ rule san:
         shard=san_shard("{shard}"),
         stats=san_shard("{shard}").replace(".parquet", ".json"),
     params:
-        # settings that do not change the output (batch_size, chunk_rows, threads, gpus) are read
-        # from config by the script, so changing them re-runs nothing
-        cfg={k: v for k, v in _SAN_CFG.items() if k not in _SAN_NOT_KEYED},
+        # settings that do not change the output (threads, gpus; batch_size, chunk_rows in fp32) are
+        # read from config by the script, so changing them re-runs nothing (hardneg.augment.san_key)
+        cfg=_SAN_KEYED,
         mlm=_MLM,
         seed=config["seed"],
         code=code_version(

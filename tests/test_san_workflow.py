@@ -61,11 +61,18 @@ def test_san_rules_end_to_end(tmp_path, tiny_mlm_dir, mirror_dir, shared_dir):
                            capture_output=True, text=True, timeout=120, check=False)
     assert shown.returncode == 0 and "MER to the input" in shown.stdout, shown.stderr
 
-    # batch size does not change the output: nothing to do; more iterations: only san re-runs
+    # threads do not change the output: nothing to do; batch size is keyed under precision auto
+    # (bf16 on a GPU depends on it; san_key, fp32 case in test_gpu_speed): only san re-runs;
+    # more iterations: only san re-runs
+    th = tmp_path / "th.yaml"
+    th.write_text("san:\n  threads: 1\n")
+    again = smk(tmp_path, *configs, str(th), "--allowed-rules", *RULES, "-n", "san_all")
+    assert "Nothing to be done" in again.stdout + again.stderr, again.stdout[-3000:]
     bs = tmp_path / "bs.yaml"
     bs.write_text("san:\n  batch_size: 64\n")
-    again = smk(tmp_path, *configs, str(bs), "--allowed-rules", *RULES, "-n", "san_all")
-    assert "Nothing to be done" in again.stdout + again.stderr, again.stdout[-3000:]
+    plan = smk(tmp_path, *configs, str(bs), "--allowed-rules", *RULES, "-n", "san_all")
+    out = plan.stdout + plan.stderr
+    assert plan.returncode == 0 and "rule san:" in out and "rule lexicon:" not in out, out[-3000:]
     k2 = tmp_path / "k2.yaml"
     k2.write_text("san:\n  iterations: 2\n")
     plan = smk(tmp_path, *configs, str(k2), "--allowed-rules", *RULES, "-n", "san_all")

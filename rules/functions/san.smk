@@ -4,7 +4,9 @@
 _LEX_CFG = config.get("lexicon", {})
 _SAN_CFG = config.get("san", {})
 _BOOT_CFG = config.get("bootstrap_mlm", {})
-_SAN_NOT_KEYED = ("batch_size", "chunk_rows", "threads", "gpus")
+from hardneg.augment.san_key import keyed_settings as _san_keyed_settings
+
+_SAN_KEYED = _san_keyed_settings(_SAN_CFG)  # batch_size, chunk_rows keyed unless precision is fp32 (issue 15)
 _USE_BOOTSTRAP = _SAN_CFG.get("mlm", "bert-base-uncased") == "bootstrap"
 
 _BOOT_KEY = "boot-" + short_hash({k: v for k, v in _BOOT_CFG.items() if k != "threads"} | {"seed": config["seed"]})
@@ -26,7 +28,7 @@ _MLM = BOOTSTRAP_MLM_DIR if _USE_BOOTSTRAP else _SAN_CFG.get("mlm", "bert-base-u
 _SAN_KEY = "k{}-{}".format(
     _SAN_CFG.get("iterations", 4),
     short_hash(
-        {k: v for k, v in _SAN_CFG.items() if k not in _SAN_NOT_KEYED}
+        _SAN_KEYED
         | {"mlm": _BOOT_KEY if _USE_BOOTSTRAP else _MLM, "lexicon": _LEX_KEY, "seed": config["seed"]}
     ),
 )

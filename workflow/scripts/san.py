@@ -12,7 +12,8 @@ from hardneg.shards import write_json_atomic  # noqa: E402
 torch.set_num_threads(max(1, snakemake.threads))
 raw = dict(snakemake.params.cfg)
 raw.pop("mlm", None)
-unkeyed = snakemake.config.get("san", {})  # batch_size, chunk_rows: no effect on the output
+raw.pop("chunk_rows", None)  # keyed (san_key) but an augment_shard argument, not a SanConfig field
+unkeyed = snakemake.config.get("san", {})  # batch_size, chunk_rows: keyed unless fp32 (san_key)
 cfg = SanConfig.from_dict({**raw, "seed": snakemake.params.seed, "batch_size": unkeyed.get("batch_size", 64)})
 chunk_rows = unkeyed.get("chunk_rows", 8192)
 negation = snakemake.input.negation[0] if snakemake.input.negation else None
@@ -20,4 +21,4 @@ stats = augment_shard(
     snakemake.input.shard, snakemake.output.shard, snakemake.params.mlm, snakemake.input.lexicon, cfg,
     negation_path=negation, chunk_rows=chunk_rows, progress=False,
 )  # fmt: skip
-write_json_atomic({"config": {k: v for k, v in cfg.as_dict().items() if k != "batch_size"}, "mlm": snakemake.params.mlm, **stats}, snakemake.output.stats)
+write_json_atomic({"config": cfg.as_dict(), "mlm": snakemake.params.mlm, **stats}, snakemake.output.stats)

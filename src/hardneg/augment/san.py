@@ -14,6 +14,7 @@ iteration, position): byte-identical shards for any batch size or shard count.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import math
@@ -46,6 +47,11 @@ AUGMENTER = "san"
 DECODING = ("argmax", "sample")
 REPLACE = ("masked", "all")
 PRECISION = ("auto", "fp32", "bf16")  # the spelling of train.precision
+# Attention backends on CUDA, chosen by measurement (issue 15, H100, bert-base, bf16): cuDNN's
+# backend builds an execution plan for every new (batch, length) shape, and exact-length groups
+# make almost every batch a new shape (7.3 of 9.2 s CPU time for 10.6k sentences); flash and
+# memory-efficient attention need no such set-up. None = PyTorch's own choice (cuDNN first).
+SDPA_BACKENDS: tuple[str, ...] | None = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
 
 
 @dataclass(frozen=True)
@@ -190,52 +196,77 @@ class MaskPredictor:
         self.special = torch.zeros(vocab_size, dtype=torch.bool)
         self.special[specials] = True
         self.encoder, self.head = _split_model(self.model)
+        self.sdpa_backends = SDPA_BACKENDS
 
     # -- one batch of equal-length sequences
     @torch.inference_mode()
     def _predict(self, ids: torch.Tensor, sent_ids: np.ndarray, iteration: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """New ids and the mask for one batch (synchronous; ``iterate`` uses the queued form)."""
+        mask, choice = self._launch(ids, sent_ids, iteration)
+        return self._apply(ids, mask, None if choice is None else choice.cpu()), mask
+
+    def _launch(self, ids: torch.Tensor, sent_ids: np.ndarray, iteration: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Queue one batch on the device: (mask on the CPU, chosen ids on the device or None when
+        nothing is to predict). No host sync: every index is computed on the CPU, so the CPU
+        prepares the next batch while the GPU runs this one (issue 15)."""
         cfg = self.cfg
         b, length = ids.shape
         u = torch.from_numpy(san_random.uniform(cfg.seed, sent_ids, iteration, length, san_random.STREAM_MASK))
         mask = u < torch.from_numpy(self.mask_prob[ids.numpy()])
         if cfg.replace == "masked" and not bool(mask.any()):
-            return ids, mask
+            return mask, None
         inp = ids.clone()
         inp[mask] = self.tok.mask_token_id
-        dev_inp = inp.to(self.device)
         attn = None  # equal-length batch: no padding, so no attention mask (faster SDPA path)
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp), self._attention():
             if cfg.replace == "masked":
                 # only sentences with a masked token run, and the head only at masked positions
                 rows = mask.any(dim=1)
-                sub = dev_inp[rows.to(self.device)] if not bool(rows.all()) else dev_inp
-                where = mask[rows].to(self.device)
+                sub = (inp if bool(rows.all()) else inp[rows]).to(self.device, non_blocking=True)
+                where = torch.nonzero(mask[rows].reshape(-1)).squeeze(1).to(self.device, non_blocking=True)
                 if self.encoder is not None:
                     hidden = self.encoder(input_ids=sub, attention_mask=attn).last_hidden_state
-                    logits = self.head(hidden[where])
+                    logits = self.head(hidden.reshape(-1, hidden.shape[-1]).index_select(0, where))
                 else:
-                    logits = self.model(input_ids=sub, attention_mask=attn).logits[where]
+                    logits = self.model(input_ids=sub, attention_mask=attn).logits
+                    logits = logits.reshape(-1, logits.shape[-1]).index_select(0, where)
             else:  # reference behaviour: predict every position
+                dev_inp = inp.to(self.device, non_blocking=True)
                 logits = self.model(input_ids=dev_inp, attention_mask=attn).logits.reshape(b * length, -1)
         logits = logits.float()
-        flat_orig = (ids[mask] if cfg.replace == "masked" else ids.reshape(-1)).to(self.device)
-        logits[:, self.forbidden] = float("-inf")
+        flat_orig = (ids[mask] if cfg.replace == "masked" else ids.reshape(-1)).to(self.device, non_blocking=True)
+        logits.masked_fill_(self.forbidden, float("-inf"))
         if cfg.forbid_original:
-            rows = torch.arange(logits.shape[0], device=self.device)
-            masked_rows = rows if cfg.replace == "masked" else rows[mask.reshape(-1).to(self.device)]
+            if cfg.replace == "masked":
+                masked_rows = torch.arange(logits.shape[0], device=self.device)
+            else:
+                masked_rows = torch.nonzero(mask.reshape(-1)).squeeze(1).to(self.device, non_blocking=True)
             logits[masked_rows, flat_orig[masked_rows]] = float("-inf")
         if cfg.decoding == "argmax":
             choice = logits.argmax(dim=-1)
         else:
             choice = self._sample(logits, sent_ids, iteration, mask, length)
+        return mask, choice
+
+    def _apply(self, ids: torch.Tensor, mask: torch.Tensor, choice: torch.Tensor | None) -> torch.Tensor:
+        """The batch's new ids from the chosen ids (CPU tensors)."""
+        if choice is None:
+            return ids
         out = ids.clone()
-        choice = choice.cpu()
-        if cfg.replace == "masked":
+        if self.cfg.replace == "masked":
             out[mask] = choice
         else:
             keep = self.special[ids]  # special positions ([CLS], [SEP]) stay
-            out = torch.where(keep, ids, choice.reshape(b, length))
-        return out, mask
+            out = torch.where(keep, ids, choice.reshape(ids.shape))
+        return out
+
+    def _attention(self):
+        """The scaled-dot-product-attention backends allowed on CUDA (``SDPA_BACKENDS``)."""
+        if self.device.type != "cuda" or self.sdpa_backends is None:
+            return contextlib.nullcontext()
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        return sdpa_kernel([getattr(SDPBackend, name) for name in self.sdpa_backends])
 
     def _sample(self, logits, sent_ids, iteration, mask, length) -> torch.Tensor:
         """Inverse-CDF sampling with a counter-based uniform per (sentence, iteration, position)."""
@@ -262,14 +293,28 @@ class MaskPredictor:
         bounds = np.flatnonzero(np.diff(lengths[order])) + 1
         groups = np.split(order, bounds) if len(order) else []
         batches = [g[i : i + self.cfg.batch_size] for g in groups for i in range(0, len(g), self.cfg.batch_size)]
-        for idx in tqdm(batches, desc=f"san iter {iteration}", disable=not progress, mininterval=5):
-            ids = torch.from_numpy(np.stack([seqs[i] for i in idx]))
-            out, mask = self._predict(ids, sent_ids[idx], iteration)
-            out_np = out.numpy()
-            mask_np = mask.numpy()
-            for j, i in enumerate(idx):
+        queued = []
+        with torch.inference_mode():
+            for idx in tqdm(batches, desc=f"san iter {iteration}", disable=not progress, mininterval=5):
+                ids = torch.from_numpy(np.stack([seqs[i] for i in idx]))
+                mask, choice = self._launch(ids, sent_ids[idx], iteration)
+                queued.append((idx, ids, mask, choice))
+            # one device -> host copy per iteration instead of one sync per batch
+            chosen = [c for *_, c in queued if c is not None]
+            flat = torch.cat(chosen).cpu() if chosen else torch.empty(0, dtype=torch.long)
+        start = 0
+        for idx, ids, mask, choice in queued:
+            if choice is not None:
+                part, start = flat[start : start + len(choice)], start + len(choice)
+                ids = self._apply(ids, mask, part)
+            out_np = ids.numpy()
+            rows, cols = np.nonzero(mask.numpy())  # masked positions of the whole batch at once
+            ends = np.searchsorted(rows, np.arange(1, len(idx) + 1)).tolist()
+            cols = cols.tolist()
+            lo = 0
+            for j, i in enumerate(idx.tolist()):
                 new[i] = out_np[j]
-                masked[i] = np.flatnonzero(mask_np[j]).tolist()
+                masked[i], lo = cols[lo : ends[j]], ends[j]
         return new, masked  # type: ignore[return-value]
 
 
@@ -292,19 +337,38 @@ def _prepare_text(text: str, cfg: SanConfig) -> str:
 def _encode(tokenizer, texts: list[str], max_length: int) -> tuple[list[np.ndarray], list[bool], list[int]]:
     """Token ids with specials, cut to ``max_length`` (keeping the final [SEP]); truncation flags;
     [UNK] counts."""
-    enc = tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+    fast = _rust_tokenizer(tokenizer)
+    if fast is not None and fast.truncation is None and fast.padding is None:
+        # the same ids as tokenizer(texts) without the per-text Python wrapping; the Rust batch
+        # call runs on all cores with the GIL released (so it overlaps the GPU; issue 15)
+        enc = [e.ids for e in fast.encode_batch(texts, add_special_tokens=True)]
+    else:
+        enc = tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
     out, trunc, unk = [], [], []
+    unk_id = tokenizer.unk_token_id  # a property that converts a token each time: read it once
     for ids in enc:
         cut = len(ids) > max_length
         if cut:
             ids = ids[: max_length - 1] + ids[-1:]
         out.append(np.asarray(ids, dtype=np.int64))
         trunc.append(cut)
-        unk.append(sum(1 for t in ids if t == tokenizer.unk_token_id))
+        unk.append(ids.count(unk_id) if unk_id is not None else 0)
     return out, trunc, unk
 
 
+def _rust_tokenizer(tokenizer):
+    """The ``tokenizers`` object behind a transformers fast tokenizer, else None."""
+    fast = getattr(tokenizer, "_tokenizer", None)
+    return fast if fast is not None and hasattr(fast, "decode_batch") else None
+
+
 def _decode(tokenizer, seqs: list[np.ndarray]) -> list[str]:
+    fast = _rust_tokenizer(tokenizer)
+    if fast is not None and type(fast.model).__name__ == "WordPiece":
+        # what batch_decode(skip_special_tokens=True, clean_up_tokenization_spaces=True) returns
+        # for WordPiece (BERT) tokenizers, decoded in one parallel Rust call without the GIL
+        texts = fast.decode_batch([s.tolist() for s in seqs], skip_special_tokens=True)
+        return [tokenizer.clean_up_tokenization(t) for t in texts]
     return tokenizer.batch_decode([s.tolist() for s in seqs], skip_special_tokens=True, clean_up_tokenization_spaces=True)
 
 
@@ -315,6 +379,25 @@ def augment_frame(
     progress: bool = False,
 ) -> pl.DataFrame:
     """SAN rows for a frame with columns ``id``, ``text`` (row order and ids preserved)."""
+    return finish_frame(predict_frame(frame, predictor, progress=progress), predictor, negation)
+
+
+@dataclass
+class _Predicted:
+    """What ``predict_frame`` hands to ``finish_frame`` (the CPU-only second half)."""
+
+    ids: np.ndarray
+    texts: list
+    reason: list
+    truncated: list
+    keep: list
+    seqs: list  # token ids per iteration, 0 = the input
+    masks: list  # masked positions per iteration 1..K
+    decoded: dict  # iteration -> texts already decoded (retokenize needs them on the way)
+
+
+def predict_frame(frame: pl.DataFrame, predictor: MaskPredictor, progress: bool = False) -> _Predicted:
+    """Input checks, tokenization and the K mask-predict iterations (the device part)."""
     cfg = predictor.cfg
     tok = predictor.tok
     k = cfg.iterations
@@ -340,17 +423,32 @@ def augment_frame(
             keep.append(i)
             keep_seqs.append(seqs[j])
     sids = ids_all[keep]
-    iter_text: list[list[str]] = [_decode(tok, keep_seqs)]
+    iter_seqs: list[list[np.ndarray]] = [keep_seqs]
     iter_mask: list[list[list[int]]] = []
+    decoded: dict[int, list[str]] = {}
     cur = keep_seqs
     for it in range(1, k + 1):
         cur, masked = predictor.iterate(cur, sids, it, progress=progress)
         iter_mask.append(masked)
-        texts_it = _decode(tok, cur)
-        iter_text.append(texts_it)
+        iter_seqs.append(cur)
         if cfg.retokenize and it < k:  # reference behaviour: decode, then re-tokenize
-            again = [_with_period(t) for t in texts_it] if cfg.append_period else texts_it
+            decoded[it] = _decode(tok, cur)
+            # the reference appends "." before every re-tokenized iteration (handle.py)
+            again = [_with_period(t) for t in decoded[it]] if cfg.append_period else decoded[it]
             cur, _, _ = _encode(tok, again, cfg.max_length)
+    return _Predicted(ids_all, texts, reason, truncated, keep, iter_seqs, iter_mask, decoded)
+
+
+def finish_frame(p: _Predicted, predictor: MaskPredictor, negation: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Decode, quality filter and build the rows (CPU only: runs beside the next chunk's
+    ``predict_frame``)."""
+    cfg = predictor.cfg
+    tok = predictor.tok
+    k = cfg.iterations
+    ids_all, texts, reason, truncated, keep = p.ids, p.texts, list(p.reason), p.truncated, p.keep
+    n = len(texts)
+    iter_text = [p.decoded[it] if it in p.decoded else _decode(tok, p.seqs[it]) for it in range(k + 1)]
+    iter_mask = p.masks
 
     def spread(values: list, fill=None) -> list:
         out = [fill] * n
@@ -388,6 +486,22 @@ def augment_frame(
     if cfg.quality.postprocess == "negation":
         out = apply_negation_postprocess(out, negation)
     return out
+
+
+def augment_chunks(chunks, predictor: MaskPredictor, negation: pl.DataFrame | None = None,
+                   progress: bool = False, overlap: bool | None = None) -> list[pl.DataFrame]:
+    """``augment_frame`` over chunks, in order; with ``overlap`` (default: on a GPU) a worker
+    thread decodes and filters chunk i while chunk i+1 runs on the device (same rows either way)."""
+    if overlap is None:
+        overlap = predictor.device.type == "cuda"
+    if not overlap:
+        return [augment_frame(c, predictor, negation=negation, progress=progress) for c in chunks]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="san-finish") as pool:
+        futures = [pool.submit(finish_frame, predict_frame(c, predictor, progress=progress), predictor, negation)
+                   for c in chunks]
+        return [f.result() for f in futures]
 
 
 def _iter_input(path: Path, chunk_rows: int) -> Iterator[pl.DataFrame]:
@@ -457,15 +571,21 @@ def augment_shard(
         from hardneg.shards import read_shard
 
         negation = read_shard(negation_path, columns=["id", "negation"])
-    parts = [
-        augment_frame(chunk, predictor, negation=negation, progress=progress)
-        for chunk in _iter_input(in_path, chunk_rows)
-    ]
+    parts = augment_chunks(_iter_input(in_path, chunk_rows), predictor, negation=negation, progress=progress)
     out = pl.concat(parts) if parts else augment_frame(pl.DataFrame({"id": pl.Series([], dtype=pl.Int64), "text": pl.Series([], dtype=pl.String)}), predictor)
     write_shard(out, out_path)
-    stats = {**shard_stats(out), "device": str(predictor.device), "precision": predictor.precision}
+    stats = {**shard_stats(out), "device": str(predictor.device), "precision": predictor.precision,
+             **device_record(predictor.device)}
     log.info("SAN %s -> %s on %s (%s): %s", in_path, out_path, predictor.device, predictor.precision, stats["status"])
     return stats
+
+
+def device_record(device: torch.device) -> dict:
+    """What the bf16 determinism promise depends on beyond the shard key (``san_key``)."""
+    rec = {"torch": torch.__version__}
+    if device.type == "cuda":
+        rec |= {"device_name": torch.cuda.get_device_name(device), "cuda": torch.version.cuda}
+    return rec
 
 
 def shard_stats(frame: pl.DataFrame) -> dict:

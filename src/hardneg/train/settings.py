@@ -25,7 +25,8 @@ DISTILL_LOSSES = ("listmle", "listnet")
 CONSISTENCY_FORMS = ("js", "reference_clamped")
 TEACHER_KEYS = {"model", "method", "weight", "pooler", "template", "seed"}
 # Settings that do not change what is computed: a checkpoint stays resumable across them.
-NON_STRUCTURAL = frozenset({"eval_every", "checkpoint_every", "log_every", "show_progress"})
+# compile: how, not what, is computed (like the GPU model): a run may resume with it toggled
+NON_STRUCTURAL = frozenset({"eval_every", "checkpoint_every", "log_every", "show_progress", "compile"})
 
 
 @dataclass
@@ -118,6 +119,7 @@ class TrainSettings:
     checkpoint_every: int = 125
     log_every: int = 10
     show_progress: bool = True
+    compile: bool = False  # torch.compile the backbone (CUDA graphs on CUDA), batches padded to max_length
 
     def __post_init__(self) -> None:
         self.validate()
