@@ -54,6 +54,7 @@ class _FakeEncoder:
     """Records the template of every sentence the step model encodes."""
 
     device = torch.device("cpu")
+    pooler = "avg"
 
     def __init__(self) -> None:
         self.prompt = _FakePrompt()
@@ -70,9 +71,12 @@ class _FakeEncoder:
 
 def _templates_seen(s: TrainSettings) -> dict[str, str | None]:
     enc = _FakeEncoder()
+    enc.pooler = s.pooler
     extra = {c: [c] for c in ("negation", "paraphrase", "san")}
+    # the step model as the trainer builds it: forward tokenizes (its CPU half) then encodes
     StepModel.forward(type("M", (), {"encoder": enc, "s": s, "t1": s.view_template("anchor"),
-                                     "t2": s.view_template("positive")})(), ["x"], extra)
+                                     "t2": s.view_template("positive"), "tokenize": StepModel.tokenize,
+                                     "prompt": None, "static_width": False})(), ["x"], extra)
     seen = dict(enc.prompt.calls[2:])  # after anchor and positive (both "x")
     seen["anchor"], seen["positive"] = enc.prompt.calls[0][1], enc.prompt.calls[1][1]
     return seen
