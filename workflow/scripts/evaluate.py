@@ -2,6 +2,11 @@
 
 import logging
 
+from hardneg.cluster.gpus import lease_gpu
+
+if snakemake.resources.get("gpu", 0):  # noqa: F821  (one device per job, before CUDA starts)
+    lease_gpu()
+
 import torch
 
 from hardneg.evaluate.run import evaluate_model

@@ -4,6 +4,11 @@ import logging
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
+from hardneg.cluster.gpus import lease_gpu  # noqa: E402
+
+if snakemake.resources.get("gpu", 0):  # one device per job on a multi-GPU machine, before CUDA starts
+    lease_gpu()
+
 import torch  # noqa: E402
 
 from hardneg.augment.san import SanConfig, augment_shard  # noqa: E402

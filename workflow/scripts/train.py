@@ -8,6 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hardneg.cluster.gpus import lease_gpu
+
+# one device per single-process job on a multi-GPU machine, before CUDA starts (torchrun jobs
+# use every visible GPU)
+if snakemake.resources.get("gpu", 0) and int(snakemake.params.nproc_per_node) <= 1:  # noqa: F821
+    lease_gpu()
+
 import torch
 
 from hardneg.runlog import log_to
