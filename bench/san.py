@@ -123,6 +123,7 @@ def _main_predictor_class():
 
 def gpu_main(args) -> None:
     import polars as pl
+    from san_determinism import rows_differing  # bench/ is the script's folder
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, pipeline
     from transformers.utils import logging as hf_logging
 
@@ -264,17 +265,7 @@ def gpu_main(args) -> None:
     det = ["", (f"Determinism on {dev}: of {m} sentences, rows whose iteration-{k} ids differ from the batch-1 "
            "run (same seed, same masks)."), "", "| precision | batch 8 | batch 64 | batch 1024 |", "|---|---|---|---|"]
     for precision in ("fp32", "bf16"):
-        ref = None
-        cells = []
-        for batch in (1, 8, 64, 1024):
-            p = pred(batch, precision)
-            cur = enc[:m]
-            for it in range(1, k + 1):
-                cur, _ = p.iterate(cur, sids[:m], it)
-            if ref is None:
-                ref = cur
-            else:
-                cells.append(sum(not np.array_equal(a, b) for a, b in zip(ref, cur)))
+        cells = rows_differing(lambda batch, precision=precision: pred(batch, precision), enc[:m], sids[:m], k)
         det.append(f"| {precision} | " + " | ".join(str(c) for c in cells) + " |")
         print(det[-1], flush=True)
     out_lines += det

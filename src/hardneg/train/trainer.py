@@ -540,7 +540,8 @@ def train(
         rows = batch_rows(len(data), s.seed, ep, ix, global_batch, info.rank, info.world_size)
         texts = [texts_all[i] for i in rows]
         extra = {c: [v[i] for i in rows] for c, v in extra_all.items()}
-        return rows, texts, extra, core_model.tokenize(texts, extra)
+        # SynCSE's pool negatives join the batch only at its step: tokenized then, not here
+        return rows, texts, extra, core_model.tokenize(texts, extra) if neg_index is None else None
 
     # tokenization of the next steps runs in a worker thread (the fast tokenizer releases the
     # GIL) while the device runs this one; non-finite losses are checked on the device and read
