@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import torch
 
-from hardneg.augment.bt_apertium import ApertiumTranslator
-from hardneg.augment.bt_transformers import TransformersTranslator
-from hardneg.augment.negation import NegationConfig, load_nlp, negate_doc, negate_texts
+from hardneg.augment.backtranslation.apertium import ApertiumTranslator
+from hardneg.augment.backtranslation.seq2seq import TransformersTranslator
+from hardneg.augment.negation.negate import NegationConfig, load_nlp, negate_doc, negate_texts
 from hardneg.models.tiny_fsmt import build_tiny_fsmt
 from hardneg.text import mer_batch
 

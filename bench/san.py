@@ -109,8 +109,8 @@ def _main_predictor_class():
     the bench runs from a copy beside it (../src); else None."""
     import importlib.util
 
-    path = ROOT.parent / "src/hardneg/augment/san.py"
-    if not path.exists() or path.resolve() == (ROOT / "src/hardneg/augment/san.py").resolve():
+    path = ROOT.parent / "src/hardneg/augment/san/mask_predict.py"
+    if not path.exists() or path.resolve() == (ROOT / "src/hardneg/augment/san/mask_predict.py").resolve():
         return None
     spec = importlib.util.spec_from_file_location("hardneg_main_san", path)
     mod = importlib.util.module_from_spec(spec)
@@ -127,7 +127,7 @@ def gpu_main(args) -> None:
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, pipeline
     from transformers.utils import logging as hf_logging
 
-    from hardneg.augment import san as S
+    from hardneg.augment.san import mask_predict as S
     from hardneg.shards import write_shard
 
     hf_logging.set_verbosity_error()
@@ -306,8 +306,8 @@ def main() -> None:
 
     from transformers import pipeline
 
-    from hardneg.augment import lexicon as lx
-    from hardneg.augment.san import MaskPredictor, SanConfig
+    from hardneg.augment.san import lexicon as lx
+    from hardneg.augment.san.mask_predict import MaskPredictor, SanConfig
 
     tok, model = load_model(args.model, device)
     t0 = time.perf_counter()

@@ -46,7 +46,7 @@ def main() -> None:
     args = ap.parse_args()
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-    from hardneg.augment.san import MaskPredictor, SanConfig
+    from hardneg.augment.san.mask_predict import MaskPredictor, SanConfig
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -73,7 +73,7 @@ def main() -> None:
     if args.rerun_check:
         import polars as pl
 
-        from hardneg.augment.san import augment_chunks
+        from hardneg.augment.san.mask_predict import augment_chunks
 
         texts = (lines * (args.rerun_check // len(lines) + 1))[: args.rerun_check]
         frame = pl.DataFrame({"id": pl.Series(range(len(texts)), dtype=pl.Int64), "text": texts})

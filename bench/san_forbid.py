@@ -23,8 +23,8 @@ import numpy as np
 import polars as pl
 import torch
 
-from hardneg.augment.lexicon import load_lexicon
-from hardneg.augment.san import MaskPredictor, SanConfig, _decode, _encode, augment_frame, load_mlm
+from hardneg.augment.san.lexicon import load_lexicon
+from hardneg.augment.san.mask_predict import MaskPredictor, SanConfig, _decode, _encode, augment_frame, load_mlm
 from hardneg.text.mer import mer
 
 ROOT = Path(__file__).resolve().parents[1]

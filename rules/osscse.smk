@@ -45,7 +45,7 @@ rule negate:
         summary=negation_shard("{shard}").replace(".parquet", ".json"),
     params:
         cfg=_NEG_CFG,
-        code=code_version("hardneg.augment.negation", "hardneg.augment.osscse_inspect"),
+        code=code_version("hardneg.augment.negation"),
     threads: _NEG_CFG.get("n_process", 1)
     resources:
         mem_mb=2000 * _NEG_CFG.get("n_process", 1),
@@ -69,7 +69,8 @@ rule backtranslate:
     params:
         cfg=_BT_CFG,
         code=code_version(
-            "hardneg.augment.backtranslate", "hardneg.augment.bt_apertium", "hardneg.augment.bt_transformers"
+            "hardneg.augment.backtranslation.translate", "hardneg.augment.backtranslation.apertium",
+            "hardneg.augment.backtranslation.seq2seq",
         ),
     threads: 1
     resources:
@@ -95,7 +96,7 @@ rule select_paraphrase:
         summary=paraphrase_shard("{shard}").replace(".parquet", ".json"),
     params:
         cfg=_PARA_CFG,
-        code=code_version("hardneg.augment.paraphrase", "hardneg.text"),
+        code=code_version("hardneg.augment.backtranslation.paraphrase", "hardneg.text"),
     conda:
         CONDA_ENV
     log:

@@ -24,7 +24,7 @@ rule probe:
         batch_size=_PROBE_CFG.get("batch_size", 128),
         device=_EVAL_CFG.get("device"),
         code=code_version("hardneg.evaluate.probe", "hardneg.evaluate.probe_edits", "hardneg.evaluate.probe_mlm",
-                          "hardneg.augment.negation", "hardneg.encoders"),
+                          "hardneg.augment.negation.negate", "hardneg.encoders"),
     threads: 2
     resources:
         mem_mb=4000,

@@ -17,7 +17,7 @@ rule lexicon:
     params:
         cfg=_LEX_CFG,
         tokenizer=_LEX_TOKENIZER,
-        code=code_version("hardneg.augment.lexicon"),
+        code=code_version("hardneg.augment.san.lexicon"),
     threads: 1
     resources:
         mem_mb=3000,
@@ -41,7 +41,7 @@ rule bootstrap_mlm:
     params:
         cfg={k: v for k, v in _BOOT_CFG.items() if k != "threads"},
         seed=config["seed"],
-        code=code_version("hardneg.augment.bootstrap_mlm"),
+        code=code_version("hardneg.augment.san.bootstrap_mlm"),
     threads: _BOOT_CFG.get("threads", 2)
     resources:
         mem_mb=6000,
@@ -68,12 +68,12 @@ rule san:
         stats=san_shard("{shard}").replace(".parquet", ".json"),
     params:
         # settings that do not change the output (threads, gpus; batch_size, chunk_rows in fp32) are
-        # read from config by the script, so changing them re-runs nothing (hardneg.augment.san_key)
+        # read from config by the script, so changing them re-runs nothing (hardneg.augment.san.key)
         cfg=_SAN_KEYED,
         mlm=_MLM,
         seed=config["seed"],
         code=code_version(
-            "hardneg.augment.san", "hardneg.augment.san_random", "hardneg.augment.quality", "hardneg.augment.lexicon"
+            "hardneg.augment.san.mask_predict", "hardneg.augment.san.rng", "hardneg.augment.quality", "hardneg.augment.san.lexicon"
         ),
     threads: _SAN_CFG.get("threads", 2)
     resources:

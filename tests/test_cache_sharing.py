@@ -93,7 +93,7 @@ def test_augmentation_knob_remakes_only_its_own_shards(augmented):
 
 
 def test_library_change_reruns_the_rule(augmented):
-    module = augmented / "src/hardneg/augment/negation.py"
+    module = augmented / "src/hardneg/augment/negation/negate.py"
     before = planned_jobs(augmented, *TINY, "--until", "negate")
     assert "negate" not in before, before
     original = module.read_text()

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 import torch
 
-from hardneg.augment.san_key import keyed_settings
+from hardneg.augment.san.key import keyed_settings
 
 torch.set_num_threads(2)
 
@@ -38,8 +38,8 @@ def test_san_key_has_batch_size_unless_fp32():
 def test_san_overlapped_chunks_give_the_same_rows(tiny_mlm_dir, tmp_path_factory, bert_tokenizer):
     from test_lexicon import san_lexicon
 
-    from hardneg.augment.lexicon import load_lexicon
-    from hardneg.augment.san import MaskPredictor, SanConfig, augment_chunks, load_mlm
+    from hardneg.augment.san.lexicon import load_lexicon
+    from hardneg.augment.san.mask_predict import MaskPredictor, SanConfig, augment_chunks, load_mlm
 
     tok, model = load_mlm(str(tiny_mlm_dir), device="cpu")
     probs = load_lexicon(san_lexicon(tmp_path_factory, bert_tokenizer), tokenizer=tok)["mask_prob"].to_numpy()
@@ -120,7 +120,7 @@ def test_out_of_memory_error_names_batch_size(tiny_mlm_dir):
 
 
 def test_san_rust_encode_decode_equal_transformers(bert_tokenizer):
-    from hardneg.augment.san import _decode, _encode
+    from hardneg.augment.san.mask_predict import _decode, _encode
 
     texts = ["The quick brown fox jumps over the lazy dog.", "", "   ", "😀😀🎉", "这是一个中文句子，没有英文。",
              "Hi.", "don't stop - it's 3.5 % of U.S. GDP , isn ' t it ?", "ünïcödé Straße café"]

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from hardneg.augment import lexicon as lx
+from hardneg.augment.san import lexicon as lx
 
 
 def san_lexicon(tmp_path_factory, tokenizer) -> Path:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from hardneg.augment.negation import (
+from hardneg.augment.negation.negate import (
     NegationConfig,
     load_nlp,
     negate_doc,

@@ -74,7 +74,7 @@ def test_osscse_rules_end_to_end(tmp_path):
     assert got["Is the museum open on Sundays?"] == "Is not the museum open on Sundays?"  # SNCSE
     summary = json.loads((neg_dir / "shard-000.json").read_text())
     assert summary["rules"] == "sncse" and summary["extra_negators"] == []  # what made the shard
-    from hardneg.augment.negation import shard_provenance
+    from hardneg.augment.negation.negate import shard_provenance
 
     assert shard_provenance(neg_dir / "shard-000.parquet")["rules"] == "sncse"
     assert summary["status"] == {"dropped": 1, "ok": 9} and summary["reason"] == {"empty": 1}

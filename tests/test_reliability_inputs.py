@@ -108,7 +108,7 @@ def test_eval_sts_max_length_zero_is_an_error(capsys, tmp_path, senteval):
 
 
 def test_nan_is_refused_by_config_and_san_config():
-    from hardneg.augment.san import SanConfig
+    from hardneg.augment.san.mask_predict import SanConfig
 
     with pytest.raises(ConfigError, match=r"'san\.temperature': nan is not a finite number"):
         load_config([ROOT / "config.yaml"], {"san": {"temperature": math.nan}})

@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 import torch
 
-from hardneg.augment.bootstrap_mlm import BootstrapConfig, bootstrap_mlm
-from hardneg.augment.san import load_mlm
+from hardneg.augment.san.bootstrap_mlm import BootstrapConfig, bootstrap_mlm
+from hardneg.augment.san.mask_predict import load_mlm
 from hardneg.shards import write_shard
 
 

@@ -10,9 +10,9 @@ import pytest
 import torch
 from test_lexicon import san_lexicon
 
-from hardneg.augment import san_random
-from hardneg.augment.lexicon import load_lexicon
-from hardneg.augment.san import MaskPredictor, SanConfig, augment_frame, augment_shard, load_mlm
+from hardneg.augment.san import rng as san_random
+from hardneg.augment.san.lexicon import load_lexicon
+from hardneg.augment.san.mask_predict import MaskPredictor, SanConfig, augment_frame, augment_shard, load_mlm
 from hardneg.shards import write_shard
 
 torch.set_num_threads(2)
@@ -202,7 +202,7 @@ def test_bf16_precision_is_recorded_deterministic_and_leaves_the_model_alone(tmp
 
 def test_reference_clean_up_knobs():
     """max_chars 300 + the reference's period rule (last char not in string.punctuation)."""
-    from hardneg.augment.san import _prepare_text
+    from hardneg.augment.san.mask_predict import _prepare_text
 
     ref = SanConfig(max_chars=300, append_period=True)
     assert _prepare_text("A b c", ref) == "A b c."

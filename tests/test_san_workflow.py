@@ -62,7 +62,7 @@ def test_san_rules_end_to_end(tmp_path, tiny_mlm_dir, mirror_dir, shared_dir):
     assert shown.returncode == 0 and "MER to the input" in shown.stdout, shown.stderr
 
     # threads do not change the output: nothing to do; batch size is keyed under precision auto
-    # (bf16 on a GPU depends on it; san_key, fp32 case in test_gpu_speed): only san re-runs;
+    # (bf16 on a GPU depends on it; hardneg.augment.san.key, fp32 case in test_gpu_speed): only san re-runs;
     # more iterations: only san re-runs
     th = tmp_path / "th.yaml"
     th.write_text("san:\n  threads: 1\n")

@@ -4,7 +4,7 @@
 _LEX_CFG = config.get("lexicon", {})
 _SAN_CFG = config.get("san", {})
 _BOOT_CFG = config.get("bootstrap_mlm", {})
-from hardneg.augment.san_key import keyed_settings as _san_keyed_settings
+from hardneg.augment.san.key import keyed_settings as _san_keyed_settings
 
 _SAN_KEYED = _san_keyed_settings(_SAN_CFG)  # batch_size, chunk_rows keyed unless precision is fp32 (issue 15)
 _USE_BOOTSTRAP = _SAN_CFG.get("mlm", "bert-base-uncased") == "bootstrap"

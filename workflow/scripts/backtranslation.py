@@ -1,11 +1,11 @@
-"""Snakemake adapter: rule backtranslate -> hardneg.augment.backtranslate (every candidate kept)."""
+"""Snakemake adapter: rule backtranslate -> hardneg.augment.backtranslation.translate (every candidate kept)."""
 
 from hardneg.cluster.gpus import lease_gpu
 
 if snakemake.resources.get("gpu", 0):  # noqa: F821  (transformers backend: one device per job)
     lease_gpu()
 
-from hardneg.augment.backtranslate import backtranslate_frame
+from hardneg.augment.backtranslation.translate import backtranslate_frame
 from hardneg.runlog import run_rule
 from hardneg.shards import read_shard, write_shard
 

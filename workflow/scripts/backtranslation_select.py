@@ -1,6 +1,6 @@
-"""Snakemake adapter: rule select_paraphrase -> hardneg.augment.paraphrase (MER window + policy)."""
+"""Snakemake adapter: rule select_paraphrase -> hardneg.augment.backtranslation.paraphrase (MER window + policy)."""
 
-from hardneg.augment.paraphrase import ParaphraseConfig, select_frame, summarize
+from hardneg.augment.backtranslation.paraphrase import ParaphraseConfig, select_frame, summarize
 from hardneg.runlog import run_rule
 from hardneg.shards import read_shard, write_json_atomic, write_shard
 

@@ -1,4 +1,4 @@
-"""Snakemake adapter: MLM tokenizer (+ corpus shards) -> SAN POS lexicon (hardneg.augment.lexicon)."""
+"""Snakemake adapter: MLM tokenizer (+ corpus shards) -> SAN POS lexicon (hardneg.augment.san.lexicon)."""
 
 import logging
 
@@ -8,7 +8,7 @@ import time  # noqa: E402
 
 from transformers import AutoTokenizer  # noqa: E402
 
-from hardneg.augment import lexicon as lx  # noqa: E402
+from hardneg.augment.san import lexicon as lx  # noqa: E402
 from hardneg.models.resolve import resolve_model  # noqa: E402
 
 log = logging.getLogger("lexicon")

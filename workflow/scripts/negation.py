@@ -1,6 +1,6 @@
-"""Snakemake adapter: rule negate -> hardneg.augment.negation (corpus shard -> negation shard)."""
+"""Snakemake adapter: rule negate -> hardneg.augment.negation.negate (corpus shard -> negation shard)."""
 
-from hardneg.augment.negation import NegationConfig, negate_frame, summarize
+from hardneg.augment.negation.negate import NegationConfig, negate_frame, summarize
 from hardneg.runlog import run_rule
 from hardneg.shards import read_shard, write_json_atomic, write_shard
 

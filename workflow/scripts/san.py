@@ -1,4 +1,4 @@
-"""Snakemake adapter: corpus shard -> SAN shard + stats (hardneg.augment.san)."""
+"""Snakemake adapter: corpus shard -> SAN shard + stats (hardneg.augment.san.mask_predict)."""
 
 import logging
 
@@ -11,7 +11,7 @@ if snakemake.resources.get("gpu", 0):  # one device per job on a multi-GPU machi
 
 import torch  # noqa: E402
 
-from hardneg.augment.san import SanConfig, augment_shard  # noqa: E402
+from hardneg.augment.san.mask_predict import SanConfig, augment_shard  # noqa: E402
 from hardneg.shards import write_json_atomic  # noqa: E402
 
 torch.set_num_threads(max(1, snakemake.threads))

@@ -1,25 +1,22 @@
 """Readable views of augmentation shards (``hardneg inspect SHARD.parquet``).
 
 Every augmentation shard carries an ``augmenter`` column ("san", "negation",
-"backtranslation"); a renderer registered for that name prints a sample of originals beside
+"backtranslation"); the renderer registered for that name prints a sample of originals beside
 what the augmenter made, plus augmenter-specific statistics. The generic part (row counts per
 status, drop/substitution reasons) is shared here so every augmenter reports it the same way.
 
-Renderer contract (other modules register into it)::
+Renderer contract::
 
     def render(frame: polars.DataFrame, sample: int, seed: int) -> str: ...
-    register_renderer("negation", render)
 
-Renderers for other augmenters live in their own modules; they are imported lazily on first
-use (``_RENDERER_MODULES``), and as a last resort every module of ``hardneg.augment`` is
-imported so that a module registering itself at import time is found.
+One plain registry, :data:`RENDERERS`: augmenter name -> ``"module:function"`` (imported on first
+use, so inspecting a negation shard never imports torch) or a callable.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
-import pkgutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,52 +28,30 @@ Renderer = Callable[[pl.DataFrame, int, int], str]
 
 REQUIRED_COLUMNS = ("id", "text", "status", "reason", "augmenter")
 
-_RENDERERS: dict[str, Renderer] = {}
-
-# augmenter -> modules that register its renderer when imported (tried in order, lazily).
-_RENDERER_MODULES: dict[str, tuple[str, ...]] = {
-    "san": ("hardneg.augment.san_inspect",),
-    "negation": ("hardneg.augment.osscse_inspect", "hardneg.augment.negation"),
-    "backtranslation": (
-        "hardneg.augment.osscse_inspect",
-        "hardneg.augment.backtranslate",
-        "hardneg.augment.backtranslation",
-    ),
+RENDERERS: dict[str, str | Renderer] = {
+    "san": "hardneg.augment.san.inspect:render_san",
+    "negation": "hardneg.augment.negation.inspect:render_negation",
+    "backtranslation": "hardneg.augment.backtranslation.inspect:render_backtranslation",
 }
 
 
-def register_renderer(augmenter: str, func: Renderer) -> None:
-    """Register ``func(frame, sample, seed) -> str`` for shards whose ``augmenter`` is ``augmenter``."""
-    if not augmenter or not callable(func):
-        raise ValueError(f"register_renderer: need a name and a callable, got {augmenter!r}, {func!r}")
-    _RENDERERS[augmenter] = func
-
-
-def _import_quietly(module: str) -> None:
-    try:
-        importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not module.startswith(exc.name):
-            raise  # the module exists but one of its own imports is missing: surface that
+def register_renderer(augmenter: str, func: str | Renderer) -> None:
+    """Add (or replace) the renderer of ``augmenter``: a callable or a ``"module:function"`` path."""
+    if not augmenter or not (callable(func) or (isinstance(func, str) and ":" in func)):
+        raise ValueError(f"register_renderer: need a name and a callable or 'module:function', got {augmenter!r}, {func!r}")
+    RENDERERS[augmenter] = func
 
 
 def get_renderer(augmenter: str) -> Renderer:
-    """The renderer for ``augmenter``, importing the modules that provide it on first use."""
-    if augmenter in _RENDERERS:
-        return _RENDERERS[augmenter]
-    for module in _RENDERER_MODULES.get(augmenter, ()):
-        _import_quietly(module)
-        if augmenter in _RENDERERS:
-            return _RENDERERS[augmenter]
-    import hardneg.augment as pkg
-
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name != "inspect":
-            _import_quietly(f"hardneg.augment.{info.name}")
-        if augmenter in _RENDERERS:
-            return _RENDERERS[augmenter]
-    known = ", ".join(sorted(_RENDERERS)) or "none"
-    raise ValueError(f"no renderer registered for augmenter '{augmenter}' (known: {known})")
+    """The renderer for ``augmenter``, importing its module on first use."""
+    entry = RENDERERS.get(augmenter)
+    if entry is None:
+        known = ", ".join(sorted(RENDERERS))
+        raise ValueError(f"no renderer registered for augmenter '{augmenter}' (known: {known})")
+    if isinstance(entry, str):
+        module, _, name = entry.partition(":")
+        entry = RENDERERS[augmenter] = getattr(importlib.import_module(module), name)
+    return entry
 
 
 # ---------------------------------------------------------------- shared helpers for renderers
@@ -157,3 +132,18 @@ def inspect_frame(frame: pl.DataFrame, sample: int = 5, seed: int = 0, source: s
 def inspect_shard(path: str | Path, sample: int = 5, seed: int = 0) -> str:
     """Read ``path`` and render it (see :func:`inspect_frame`)."""
     return inspect_frame(read_shard(path), sample=sample, seed=seed, source=str(path))
+
+
+def count_values(frame: pl.DataFrame, col: str) -> str:
+    """One line per distinct non-null value of ``col`` with its count, most frequent first."""
+    if col not in frame.columns:
+        return f"  (no '{col}' column)"
+    sub = (
+        frame.filter(pl.col(col).is_not_null())
+        .group_by(col)
+        .len()
+        .sort(["len", col], descending=[True, False])
+    )
+    return (
+        "\n".join(f"  {r[col]:<28} {r['len']:>8}" for r in sub.iter_rows(named=True)) or "  (none)"
+    )

@@ -34,7 +34,7 @@ def _spacy_model(name: str | None) -> str:
 
 
 def _negate(args) -> int:
-    from hardneg.augment.negation import NegationConfig, negate_texts
+    from hardneg.augment.negation.negate import NegationConfig, negate_texts
 
     cfg = NegationConfig.from_dict(
         {
@@ -77,8 +77,8 @@ def _pivot(spec: str) -> dict[str, str]:
 def _backtranslate(args) -> int:
     import polars as pl
 
-    from hardneg.augment.backtranslate import backtranslate_frame
-    from hardneg.augment.paraphrase import ParaphraseConfig, select_frame
+    from hardneg.augment.backtranslation.translate import backtranslate_frame
+    from hardneg.augment.backtranslation.paraphrase import ParaphraseConfig, select_frame
 
     texts = _sentences(args)
     pivots = args.pivot or (

@@ -9,7 +9,7 @@ import json
 def _san(args: argparse.Namespace) -> int:
     import torch
 
-    from hardneg.augment.san import SanConfig, augment_shard
+    from hardneg.augment.san.mask_predict import SanConfig, augment_shard
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -38,7 +38,7 @@ def _default_lexicon(mlm: str) -> str:
 
     from transformers import AutoTokenizer
 
-    from hardneg.augment import lexicon as lx
+    from hardneg.augment.san import lexicon as lx
     from hardneg.models.resolve import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model(mlm, setting="--mlm"))
@@ -54,7 +54,7 @@ def _default_lexicon(mlm: str) -> str:
 def _lexicon(args: argparse.Namespace) -> int:
     from transformers import AutoTokenizer
 
-    from hardneg.augment import lexicon as lx
+    from hardneg.augment.san import lexicon as lx
     from hardneg.models.resolve import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model(args.mlm, setting="--mlm"))
@@ -70,7 +70,7 @@ def _lexicon(args: argparse.Namespace) -> int:
 
 
 def _bootstrap(args: argparse.Namespace) -> int:
-    from hardneg.augment.bootstrap_mlm import BootstrapConfig, bootstrap_mlm
+    from hardneg.augment.san.bootstrap_mlm import BootstrapConfig, bootstrap_mlm
 
     cfg = BootstrapConfig(base=args.base, steps=args.steps, seed=args.seed)
     print(json.dumps(bootstrap_mlm(args.corpus, args.output, cfg), indent=2))

@@ -7,7 +7,7 @@ low-MER negation above a high-MER paraphrase (surface-structure bias), so the he
 fraction of sentences whose negation scores above their paraphrase.
 
 Sources (the project's own augmenters, as issue 3 asks): negation from
-:mod:`hardneg.augment.negation` (SNCSE rules; the paper hand-wrote negations with "not" or
+:mod:`hardneg.augment.negation.negate` (SNCSE rules; the paper hand-wrote negations with "not" or
 antonyms); paraphrase from back-translation shards (``paraphrase`` column, MER-filtered as for
 OssCSE training) or, without shards, back-translated here with the back-translation library (the
 paper used ChatGPT and kept the most surface-dissimilar output); insertion, deletion, substitution
@@ -115,9 +115,9 @@ def read_paraphrases(paths: Sequence[str | Path]) -> pl.DataFrame:
 def backtranslate_paraphrases(frame: pl.DataFrame, bt_cfg: dict[str, Any], para_cfg: dict[str, Any] | None = None,
                               translator=None) -> pl.DataFrame:
     """Paraphrases of the probe set made here with the back-translation library (MER-filtered
-    selection as for training: :mod:`hardneg.augment.paraphrase`)."""
-    from hardneg.augment.backtranslate import backtranslate_frame
-    from hardneg.augment.paraphrase import ParaphraseConfig, select_frame
+    selection as for training: :mod:`hardneg.augment.backtranslation.paraphrase`)."""
+    from hardneg.augment.backtranslation.translate import backtranslate_frame
+    from hardneg.augment.backtranslation.paraphrase import ParaphraseConfig, select_frame
 
     cands = backtranslate_frame(frame.select("id", "text"), bt_cfg, translator=translator)
     sel = select_frame(cands, ParaphraseConfig.from_dict(para_cfg))
@@ -204,7 +204,7 @@ def transform(
 ) -> tuple[pl.DataFrame, dict]:
     """Every transformation of every sentence of ``frame`` (``id``, ``text``): one row each,
     in (id, transformation) order; ``paraphrases`` None -> paraphrase rows dropped with a reason."""
-    from hardneg.augment.negation import NegationConfig, negate_texts
+    from hardneg.augment.negation.negate import NegationConfig, negate_texts
 
     if not 0.0 < rate <= 1.0:
         raise ValueError(f"probe.edit_rate: {rate} is not in (0, 1]")
@@ -245,7 +245,7 @@ def transform(
     order = {name: n for n, name in enumerate(TRANSFORMATIONS)}
     out = out.with_columns(_o=pl.col("transformation").replace_strict(order, return_dtype=pl.Int32)) \
         .sort("id", "_o").drop("_o")
-    sources = {"negation": f"hardneg.augment.negation ({ncfg.spacy_model})", **edit_source,
+    sources = {"negation": f"hardneg.augment.negation.negate ({ncfg.spacy_model})", **edit_source,
                "deletion": "one random word", "random": "another probe-set sentence"}
     return out, sources
 

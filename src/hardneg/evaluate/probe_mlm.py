@@ -19,7 +19,7 @@ class MLMFiller:
 
     def __init__(self, name: str, device: str | None = None, batch_size: int = 32, top_k: int = 50,
                  max_length: int = 256) -> None:
-        from hardneg.augment.san import load_mlm
+        from hardneg.augment.san.mask_predict import load_mlm
 
         self.name = name
         self.tokenizer, self.model = load_mlm(name, device=device, setting="probe.mlm")

@@ -56,7 +56,7 @@ def _pick(scored: list[tuple[int, str, str, float]], policy: str) -> tuple[int, 
 
 
 def select_frame(cands: pl.DataFrame, cfg: ParaphraseConfig) -> pl.DataFrame:
-    """A candidates shard (:func:`hardneg.augment.backtranslate.backtranslate_frame`) -> the
+    """A candidates shard (:func:`hardneg.augment.backtranslation.translate.backtranslate_frame`) -> the
     back-translation shard of the contract: ``candidates`` (pivot, text, mer), ``paraphrase``,
     ``paraphrase_mer``, ``paraphrase_pivot``; rows without a candidate in range keep a reason."""
     for col in ("id", "text", "status", "reason", "candidates"):

@@ -8,7 +8,7 @@ re-tokenized the text between iterations). Defaults: replace only masked positio
 
 Hot path: sentences of one shard are grouped by exact token length, so a batch needs no padding
 and its outputs do not depend on which other sentences share it; the MLM head runs only on
-masked positions; random draws come from ``san_random`` (a function of seed, sentence id,
+masked positions; random draws come from ``rng`` (a function of seed, sentence id,
 iteration, position): byte-identical shards for any batch size or shard count.
 """
 
@@ -29,8 +29,8 @@ import pyarrow.parquet as pq
 import torch
 from tqdm.auto import tqdm
 
-from hardneg.augment import san_random
-from hardneg.augment.lexicon import load_lexicon, special_ids
+from hardneg.augment.san import rng as san_random
+from hardneg.augment.san.lexicon import load_lexicon, special_ids
 from hardneg.augment.quality import (
     QualityConfig,
     apply_negation_postprocess,
@@ -581,7 +581,7 @@ def augment_shard(
 
 
 def device_record(device: torch.device) -> dict:
-    """What the bf16 determinism promise depends on beyond the shard key (``san_key``)."""
+    """What the bf16 determinism promise depends on beyond the shard key (``hardneg.augment.san.key``)."""
     rec = {"torch": torch.__version__}
     if device.type == "cuda":
         rec |= {"device_name": torch.cuda.get_device_name(device), "cuda": torch.version.cuda}

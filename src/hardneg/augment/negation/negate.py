@@ -438,9 +438,3 @@ def shard_provenance(shard: str | Path) -> dict[str, Any]:
         )
     return meta
 
-
-def _register() -> None:
-    from hardneg.augment import osscse_inspect  # noqa: F401  (registers the shard renderers)
-
-
-_register()

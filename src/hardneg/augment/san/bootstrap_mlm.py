@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from hardneg.augment.lexicon import special_ids
+from hardneg.augment.san.lexicon import special_ids
 from hardneg.models.resolve import resolve_model
 from hardneg.shards import read_shard, write_json_atomic
 

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import polars as pl
 
-from hardneg.augment.inspect import mark_changes, register_renderer, sample_rows
+from hardneg.augment.inspect import mark_changes, sample_rows
 from hardneg.text.mer import mer_batch
 
 
@@ -61,5 +61,3 @@ def render_san(frame: pl.DataFrame, sample: int, seed: int) -> str:
         lines.append(str(mer_per_iteration(frame)))
     return "\n".join(lines)
 
-
-register_renderer("san", render_san)

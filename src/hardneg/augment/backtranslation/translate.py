@@ -2,7 +2,7 @@
 (OssCSE §4 Step 2: en-de-en and en-ru-en with facebook/wmt19 models).
 
 Every candidate from every pivot is kept (failed ones with their error), so the MER window and the
-selection policy (:mod:`hardneg.augment.paraphrase`) can change without translating again.
+selection policy (:mod:`hardneg.augment.backtranslation.paraphrase`) can change without translating again.
 """
 
 from __future__ import annotations
@@ -55,11 +55,11 @@ def make_translator(cfg: dict[str, Any]):
     """The backend named by ``backtranslation.backend`` with its own settings."""
     backend = cfg.get("backend", "transformers")
     if backend == "apertium":
-        from hardneg.augment.bt_apertium import ApertiumTranslator
+        from hardneg.augment.backtranslation.apertium import ApertiumTranslator
 
         return ApertiumTranslator(**(cfg.get("apertium") or {}))
     if backend == "transformers":
-        from hardneg.augment.bt_transformers import TransformersTranslator
+        from hardneg.augment.backtranslation.seq2seq import TransformersTranslator
 
         return TransformersTranslator(**(cfg.get("transformers") or {}))
     raise ValueError(f"backtranslation.backend: '{backend}' is not one of {BACKENDS}")
@@ -146,9 +146,3 @@ def backtranslate_frame(
         }
     )
 
-
-def _register() -> None:
-    from hardneg.augment import osscse_inspect  # noqa: F401  (registers the shard renderers)
-
-
-_register()
