@@ -75,3 +75,18 @@ def tiny_mlm_dir(tmp_path_factory, bert_tokenizer) -> Path:
     model.save_pretrained(out)
     bert_tokenizer.save_pretrained(out)
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_local(tmp_path_factory) -> Path:
+    """The tiny experiment run once per session with this checkout's code (a linked work dir).
+    Developers iterating on the report/Slurm checks may point HARDNEG_TINY_WORKDIR at a finished run."""
+    from tinyrun import REPO, SNAKEMAKE, TINY, run
+
+    from hardneg.cluster.workdir import link_workflow
+
+    if os.environ.get("HARDNEG_TINY_WORKDIR"):
+        return Path(os.environ["HARDNEG_TINY_WORKDIR"])
+    wd = link_workflow(REPO, tmp_path_factory.mktemp("tiny-local") / "main")
+    run([SNAKEMAKE, *TINY, "--cores", "2"], wd, limit=1800)
+    return wd

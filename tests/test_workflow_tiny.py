@@ -14,54 +14,18 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from hardneg.cluster.workdir import link_workflow
+from tinyrun import REPO, SNAKEMAKE, TINY, output_files, run, untimed
 
-REPO = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-SNAKEMAKE = str(BIN / "snakemake")
-TINY = ["--configfile", "config.yaml", "experiments/tiny.yaml"]
 # the Slurm run: every rule, fewer training methods (experiments/tiny-slurm.yaml says which)
 TINY_SLURM = [*TINY, "experiments/tiny-slurm.yaml"]
 CHROMIUM = "/usr/bin/chromium"
 
 pytestmark = pytest.mark.integration
-
-
-def output_files(root: Path, subdirs: tuple[str, ...] = ("results",)) -> dict[str, bytes]:
-    """Relative path -> bytes of every file under ``root``/``subdirs`` (for byte comparisons)."""
-    out: dict[str, bytes] = {}
-    for sub in subdirs:
-        base = root / sub
-        if base.exists():
-            for path in sorted(base.rglob("*")):
-                if path.is_file():
-                    out[path.relative_to(root).as_posix()] = path.read_bytes()
-    return out
-
-
-def run(cmd: list[str], cwd: Path, env: dict | None = None, limit: int = 900,
-        ok: bool = True) -> subprocess.CompletedProcess:
-    # snakemake ignores SIGTERM while it waits on cluster jobs: timeout -k kills it for sure.
-    proc = subprocess.run(["timeout", "-k", "10", str(limit), *cmd], cwd=cwd, env=env,
-                          capture_output=True, text=True, check=False)
-    if ok:
-        assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout[-2000:]}\n{proc.stderr[-6000:]}"
-    return proc
-
-
-@pytest.fixture(scope="module")
-def tiny_local(tmp_path_factory) -> Path:
-    # Developers iterating on the report/Slurm checks may point at a finished tiny run.
-    if os.environ.get("HARDNEG_TINY_WORKDIR"):
-        return Path(os.environ["HARDNEG_TINY_WORKDIR"])
-    wd = link_workflow(REPO, tmp_path_factory.mktemp("tiny-local") / "main")
-    run([SNAKEMAKE, *TINY, "--cores", "2"], wd, limit=1800)
-    return wd
 
 
 # --- the HTML report -----------------------------------------------------------------------
@@ -153,27 +117,6 @@ def test_report_renders_tables_and_plots_in_chromium(tiny_local, tmp_path):
         assert value > base + 0.01, f"{name}: screenshot content looks blank ({value:.4f} vs {base:.4f})"
 
 
-_TIMING = re.compile(r"(seconds|_s|per_s|time|elapsed)$")
-
-
-def _untimed(path: str, data: bytes):
-    """JSON/JSONL with timing keys removed (they differ between any two runs); other bytes as is."""
-    import json
-
-    def strip(obj):
-        if isinstance(obj, dict):
-            return {k: strip(v) for k, v in obj.items() if not _TIMING.search(k)}
-        if isinstance(obj, list):
-            return [strip(v) for v in obj]
-        return obj
-
-    if path.endswith(".json"):
-        return strip(json.loads(data))
-    if path.endswith(".jsonl"):
-        return [strip(json.loads(x)) for x in data.splitlines() if x.strip()]
-    return data
-
-
 # --- Slurm --------------------------------------------------------------------------------
 
 def _free_port_pair() -> int:
@@ -256,7 +199,7 @@ def test_tiny_workflow_on_slurm_equals_local(tiny_local, slurm_cluster, tmp_path
     deterministic = [p for p in b if p.endswith((".parquet", ".json", ".jsonl"))]
     assert len(deterministic) > 10
     # Parquet byte for byte; JSON byte for byte once wall-clock fields (seconds, sent/s) go.
-    differ = [p for p in deterministic if _untimed(p, a[p]) != _untimed(p, b[p])]
+    differ = [p for p in deterministic if untimed(p, a[p]) != untimed(p, b[p])]
     assert not differ, f"outputs differ between local and Slurm runs: {differ}"
 
     # A resource the cluster lacks, at submission: sbatch refuses; the workflow names the rule

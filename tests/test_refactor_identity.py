@@ -1,0 +1,54 @@
+"""Refactors change no output: the tiny experiment run with the code at the identity base
+(tests/identity_base.txt) and with this checkout gives the same shards, models and scores,
+byte for byte (JSON once wall-clock fields are removed), on the same machine."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+from tinyrun import REPO, SNAKEMAKE, TINY, output_files, run, untimed
+
+pytestmark = pytest.mark.integration
+
+# Differ between any two runs of the same code: logs, wall-clock benchmarks, the HTML report's timings.
+_VOLATILE = ("logs/", "benchmarks/", "results/report/")
+
+
+def _base_commit() -> str:
+    line = (REPO / "tests/identity_base.txt").read_text().splitlines()[0].strip()
+    assert line and not line.startswith("#"), "tests/identity_base.txt: first line must be a commit"
+    return line
+
+
+def _checkout(commit: str, dest: Path) -> Path:
+    """The repository's files at ``commit`` (git archive: no work tree or branch is touched)."""
+    dest.mkdir(parents=True)
+    tar = dest.parent / "base.tar"
+    proc = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", "-o", str(tar), commit],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        pytest.fail(f"identity base {commit} not in this clone's history: {proc.stderr.strip()}")
+    with tarfile.open(tar) as t:
+        t.extractall(dest, filter="data")
+    return dest
+
+
+def _comparable(files: dict[str, bytes]) -> dict[str, bytes]:
+    return {k: v for k, v in files.items() if not any(part in k for part in _VOLATILE)}
+
+
+def test_tiny_outputs_identical_to_identity_base(tiny_local, tmp_path):
+    base = _checkout(_base_commit(), tmp_path / "base")
+    os.symlink(REPO.parent / "shared", tmp_path / "shared")  # configs name ../shared
+    env = dict(os.environ, PYTHONPATH=str(base / "src"))  # the base's library, not this checkout's
+    run([SNAKEMAKE, *TINY, "--cores", "2"], base, env=env, limit=1800)
+
+    ours, theirs = _comparable(output_files(tiny_local)), _comparable(output_files(base))
+    assert len(theirs) > 50
+    assert sorted(set(ours) ^ set(theirs)) == [], "the two runs made different sets of files"
+    differ = [p for p in sorted(ours) if untimed(p, ours[p]) != untimed(p, theirs[p])]
+    assert not differ, f"outputs differ from the identity base {_base_commit()}: {differ}"
