@@ -28,7 +28,8 @@ from hardneg.train import distributed as D
 from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
 from hardneg.train.data import TrainingData, batch_rows, batches_per_epoch, load_training_data
 from hardneg.train.hicl_views import hicl_views
-from hardneg.train.model import ContrastiveEncoder, PromptTokenizer, dropout_rate
+from hardneg.encoders.tokenize import PromptTokenizer
+from hardneg.train.model import ContrastiveEncoder, dropout_rate
 from hardneg.train.objectives import (
     BidirectionalMargin,
     HiNCE,
