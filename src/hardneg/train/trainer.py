@@ -340,16 +340,7 @@ def train(
         enc = Encoder(model=encoder.backbone, tokenizer=encoder.tokenizer, pooler=s.export_pooler,
                       max_length=eval_len, device=str(device),
                       template=s.templates[0] if s.templates else None, name=s.method)
-        if s.dev_max_pairs:
-            from hardneg.data.senteval import load_pairs
-            from hardneg.evaluate.metrics import spearman
-            from hardneg.evaluate.sts import predict, subsample
-
-            pairs = subsample(load_pairs(senteval_dir, "STSBenchmark", "dev"), s.dev_max_pairs)
-            preds = predict(enc.encode, pairs)
-            score = 100.0 * float(spearman(preds["cosine"].to_numpy(), preds["score"].to_numpy()))
-        else:
-            score = float(stsb_dev_spearman(enc.encode, senteval_dir))
+        score = float(stsb_dev_spearman(enc.encode, senteval_dir, max_pairs=s.dev_max_pairs))
         encoder.train()
         return score
 
