@@ -27,6 +27,12 @@ from hardneg.encoders.tokenize import PromptTokenizer
 from hardneg.shards import atomic_path, write_json_atomic
 from hardneg.train import distributed as D
 from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
+from hardneg.train.checkpoint import (
+    Checkpointer,
+    IncompatibleCheckpoint,  # noqa: F401  # re-exported: callers catch it here
+    save_atomic,
+    trim_metrics,
+)
 from hardneg.train.data import TrainingData, batch_rows, batches_per_epoch, load_training_data
 from hardneg.train.model import ContrastiveEncoder
 from hardneg.train.settings import TrainSettings
@@ -38,10 +44,6 @@ log = logging.getLogger(__name__)
 
 class TrainingDiverged(RuntimeError):
     """A non-finite loss: training stops and names the step."""
-
-
-class IncompatibleCheckpoint(ValueError):
-    """A checkpoint written under different settings (or world size)."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -64,40 +66,6 @@ def lr_lambda(total_steps: int, warmup_ratio: float) -> Callable[[int], float]:
         return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
 
     return f
-
-
-def _rng_state() -> dict[str, Any]:
-    state = {"torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state()
-    return state
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state(state["cuda"])
-
-
-def _save(obj: Any, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
-
-
-def check_compatible(ckpt: dict, settings: TrainSettings, world_size: int, path: Path) -> None:
-    """Raise IncompatibleCheckpoint naming the settings that differ."""
-    if ckpt.get("fingerprint") == settings.fingerprint(world_size):
-        return
-    old = dict(ckpt.get("settings", {}), world_size=ckpt.get("world_size"))
-    new = dict(settings.to_dict(), world_size=world_size)
-    from hardneg.train.settings import NON_STRUCTURAL
-
-    diff = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new))
-            if k not in NON_STRUCTURAL and old.get(k) != new.get(k)]
-    raise IncompatibleCheckpoint(
-        f"{path}: checkpoint was written with different settings ({'; '.join(diff) or 'unknown'}); "
-        f"delete {path.parent} to start over, or restore the settings"
-    )
 
 
 def _plot_curve(metrics_path: Path, png: Path) -> None:
@@ -308,23 +276,15 @@ def train(
 
     # --- state, possibly restored from the last checkpoint ---------------------------------
     step, best_score, best_step = 0, -math.inf, None
-    ckpt_path = work / "last.pt"
     metrics_path = work / "metrics.jsonl"
     torch.manual_seed(s.seed * 1000 + info.rank)  # different dropout masks per rank
-    if resume and ckpt_path.exists():
-        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-        check_compatible(ckpt, s, info.world_size, ckpt_path)
-        encoder.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        scheduler.load_state_dict(ckpt["scheduler"])
-        scaler.load_state_dict(ckpt["scaler"])
-        step, best_score, best_step = ckpt["step"], ckpt["best_score"], ckpt["best_step"]
-        _set_rng_state(torch.load(work / f"rng-rank{info.rank}.pt", weights_only=False)[step])
-        log.info("resumed from %s at step %d", ckpt_path, step)
+    checkpoint = Checkpointer(work, s, info, fp, {"model": encoder, "optimizer": optimizer,
+                                                  "scheduler": scheduler, "scaler": scaler})
+    if resume and (restored := checkpoint.restore()) is not None:
+        step, best_score, best_step = restored
+        log.info("resumed from %s at step %d", checkpoint.path, step)
     if info.is_main:  # drop metric lines past the resumed step (they will be recomputed)
-        lines = metrics_path.read_text().splitlines() if metrics_path.exists() else []
-        kept = [x for x in lines if x.strip() and json.loads(x)["step"] <= step] if step > 0 else []
-        metrics_path.write_text("".join(x + "\n" for x in kept))
+        trim_metrics(metrics_path, step)
 
     def write_metric(rec: dict[str, Any]) -> None:
         if info.is_main:
@@ -343,25 +303,6 @@ def train(
         score = float(stsb_dev_spearman(enc.encode, senteval_dir, max_pairs=s.dev_max_pairs))
         encoder.train()
         return score
-
-    ckpt_step = [step]
-
-    def save_checkpoint() -> None:
-        # RNG per rank, keyed by step; the previous entry is kept so a kill between this file
-        # and last.pt still finds the state that matches last.pt
-        rng = work / f"rng-rank{info.rank}.pt"
-        states = torch.load(rng, weights_only=False) if rng.exists() else {}
-        states = {k: v for k, v in states.items() if k == ckpt_step[0]}
-        states[step] = _rng_state()
-        _save(states, rng)
-        D.barrier(info)
-        if info.is_main:
-            _save({"fingerprint": fp, "settings": s.to_dict(), "world_size": info.world_size, "step": step,
-                   "model": encoder.state_dict(), "optimizer": optimizer.state_dict(),
-                   "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
-                   "best_score": best_score, "best_step": best_step}, ckpt_path)
-        D.barrier(info)
-        ckpt_step[0] = step
 
     if step == 0 and info.is_main:
         score = evaluate()
@@ -446,12 +387,12 @@ def train(
                     improved = score > best_score
                     if improved:
                         best_score, best_step = score, step
-                        _save({k: v.detach().cpu() for k, v in encoder.state_dict().items()}, work / "best.pt")
+                        save_atomic({k: v.detach().cpu() for k, v in encoder.state_dict().items()}, work / "best.pt")
                     write_metric({"kind": "eval", "step": step, "stsb_dev": score, "best": best_score})
                     log.info("step %d: STS-B dev %.2f (best %.2f at step %s)", step, score, best_score, best_step)
             D.barrier(info)
         if step % s.checkpoint_every == 0 or step == total_steps:
-            save_checkpoint()
+            checkpoint.save(step, best_score, best_step)
         if step % s.eval_every == 0 or step % s.checkpoint_every == 0:
             t_last, n_sent = time.perf_counter(), 0  # throughput excludes evaluation and saving
         if halt_after_steps is not None and steps_this_run >= halt_after_steps and step < total_steps:
