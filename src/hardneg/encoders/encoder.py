@@ -18,7 +18,8 @@ import torch
 from tqdm.auto import tqdm
 
 from hardneg.encoders.pooling import NEEDS_HIDDEN_STATES, POOLERS, masked_mean, pool
-from hardneg.encoders.templates import MASK_PLACEHOLDER, get_template, split_template
+from hardneg.encoders.templates import get_template
+from hardneg.encoders.tokenize import PromptTokenizer
 from hardneg.models.resolve import ModelNotFound, resolve_model
 
 log = logging.getLogger(__name__)
@@ -60,43 +61,22 @@ class Encoder:
     st_modes: tuple[str, ...] = ()          # sentence-transformers pooling modes (concatenated)
     dense: list[_Dense] = field(default_factory=list)
 
-    # -- tokenization -------------------------------------------------------------------------
+    _prompt: PromptTokenizer | None = field(default=None, init=False, repr=False, compare=False)
+
+    # -- tokenization (the implementation training uses too) -----------------------------------
+    def _prompt_tokenizer(self) -> PromptTokenizer:
+        if self._prompt is None or self._prompt.tok is not self.tokenizer or self._prompt.max_length != self.max_length:
+            self._prompt = PromptTokenizer(self.tokenizer, self.max_length, setting="max_length")
+        return self._prompt
+
     def _tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
-        tok = self.tokenizer
-        if self.template is None:
-            return tok(list(sentences), truncation=True, max_length=self.max_length,
-                       add_special_tokens=True)["input_ids"]
-        prefix, suffix = split_template(self.template)
-        mask_tok = tok.mask_token
-        prefix, suffix = prefix.replace(MASK_PLACEHOLDER, mask_tok), suffix.replace(MASK_PLACEHOLDER, mask_tok)
-        ids = tok([prefix + s + suffix for s in sentences], truncation=False,
-                  add_special_tokens=True, verbose=False)["input_ids"]
-        too_long = [i for i, row in enumerate(ids) if len(row) > self.max_length]
-        if too_long:
-            # Truncate the sentence, never the template, so the [MASK] token always survives.
-            n_pre = len(tok(prefix, add_special_tokens=False)["input_ids"])
-            n_suf = len(tok(suffix, add_special_tokens=False)["input_ids"])
-            plain = tok("x", add_special_tokens=False)["input_ids"]
-            special = tok("x", add_special_tokens=True)["input_ids"]
-            n_head = next(k for k in range(len(special)) if special[k : k + len(plain)] == plain)
-            n_tail = len(special) - n_head - len(plain)
-            keep = self.max_length - n_head - n_tail - n_pre - n_suf
-            if keep < 1:
-                raise ValueError(f"max_length={self.max_length} is too short for template {self.template!r}")
-            for i in too_long:
-                row = ids[i]  # [head][prefix][sentence][suffix][tail]: cut the sentence span
-                ids[i] = row[: n_head + n_pre + keep] + row[len(row) - n_tail - n_suf :]
-        return ids
+        """Ids with special tokens, at most ``max_length``; a template is never truncated."""
+        return self._prompt_tokenizer().ids(sentences, self.template)
 
     # -- one padded batch ---------------------------------------------------------------------
     def _embed_batch(self, batch: list[list[int]]) -> torch.Tensor:
-        width = max(len(r) for r in batch)
-        pad_id = self.tokenizer.pad_token_id or 0
-        input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-        attention = torch.zeros((len(batch), width), dtype=torch.long)
-        for i, row in enumerate(batch):
-            input_ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
-            attention[i, : len(row)] = 1
+        padded = self._prompt_tokenizer().pad(batch)
+        input_ids, attention = padded["input_ids"], padded["attention_mask"]
         input_ids, attention = input_ids.to(self.device), attention.to(self.device)
         need_hidden = self.pooler in NEEDS_HIDDEN_STATES
         out = self.model(input_ids=input_ids, attention_mask=attention, output_hidden_states=need_hidden)

@@ -150,8 +150,9 @@ def _stsb_dev(senteval_dir: str) -> pl.DataFrame:
     return load_pairs(senteval_dir, "STSBenchmark", "dev")
 
 
-def stsb_dev_spearman(encode: EncodeFn, senteval_dir: str | Path) -> float:
-    """STS-B dev Spearman x100, unrounded (model selection, as SimCSE does every 125 steps)."""
-    pairs = _stsb_dev(str(Path(senteval_dir).resolve()))
+def stsb_dev_spearman(encode: EncodeFn, senteval_dir: str | Path, max_pairs: int | None = None) -> float:
+    """STS-B dev Spearman x100, unrounded (model selection, as SimCSE does every 125 steps);
+    ``max_pairs`` subsamples the dev pairs (``subsample``: CI only)."""
+    pairs = subsample(_stsb_dev(str(Path(senteval_dir).resolve())), max_pairs)
     preds = predict(encode, pairs)
     return 100.0 * spearman(preds["cosine"].to_numpy(), preds["score"].to_numpy())

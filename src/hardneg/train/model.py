@@ -1,8 +1,8 @@
 """The trainable encoder: a Hugging Face backbone, a shared pooler, SimCSE's training-only MLP.
 
-Pooling is ``hardneg.encoders.pool`` (the same code evaluation uses). Prompt templates wrap the
-sentence; when too long the sentence is truncated, never the template, so [MASK] survives
-(same convention as ``hardneg.encoders.Encoder``: ``max_length`` counts every token).
+Pooling is ``hardneg.encoders.pool`` and tokenization ``hardneg.encoders.tokenize.PromptTokenizer``
+(the same code evaluation uses): prompt templates wrap the sentence; when too long the sentence is
+truncated, never the template, so [MASK] survives; ``max_length`` counts every token.
 """
 
 from __future__ import annotations
@@ -15,63 +15,8 @@ from torch import nn
 
 from hardneg.encoders import pool
 from hardneg.encoders.pooling import NEEDS_HIDDEN_STATES
-from hardneg.encoders.templates import MASK_PLACEHOLDER, split_template
+from hardneg.encoders.tokenize import PromptTokenizer
 from hardneg.models.resolve import resolve_model
-
-
-class PromptTokenizer:
-    """Tokenize sentences (optionally inside a prompt template) into padded tensors."""
-
-    def __init__(self, tokenizer, max_length: int) -> None:
-        self.tok = tokenizer
-        self.max_length = max_length
-        self._parts: dict[str, tuple[list[int], list[int]]] = {}
-        # the special tokens around one sequence ([CLS] ... [SEP] for BERT), found by example:
-        # transformers 5 tokenizers no longer offer build_inputs_with_special_tokens
-        body = tokenizer("hello", add_special_tokens=False)["input_ids"]
-        full = tokenizer("hello", add_special_tokens=True)["input_ids"]
-        lead = next(i for i in range(len(full) - len(body) + 1) if full[i : i + len(body)] == body)
-        self._lead, self._trail = full[:lead], full[lead + len(body):]
-
-    def _wrap(self, ids: list[int]) -> list[int]:
-        return self._lead + ids + self._trail
-
-    def _template_ids(self, template: str) -> tuple[list[int], list[int]]:
-        if template not in self._parts:
-            if self.tok.mask_token is None:
-                raise ValueError("prompt templates need a tokenizer with a mask token")
-            prefix, suffix = split_template(template)
-            prefix = prefix.replace(MASK_PLACEHOLDER, self.tok.mask_token)
-            suffix = suffix.replace(MASK_PLACEHOLDER, self.tok.mask_token)
-            self._parts[template] = (
-                self.tok(prefix, add_special_tokens=False)["input_ids"],
-                self.tok(suffix, add_special_tokens=False)["input_ids"],
-            )
-        return self._parts[template]
-
-    def ids(self, sentences: Sequence[str], template: str | None = None) -> list[list[int]]:
-        """Token ids with special tokens, at most ``max_length`` each."""
-        special = len(self._lead) + len(self._trail)
-        if template is None:
-            body = self.tok(list(sentences), add_special_tokens=False, truncation=True,
-                            max_length=self.max_length - special)["input_ids"]
-            return [self._wrap(b) for b in body]
-        pre, suf = self._template_ids(template)
-        keep = self.max_length - special - len(pre) - len(suf)
-        if keep < 1:
-            raise ValueError(f"train setting 'max_length' ({self.max_length}) is too short for template {template!r}")
-        body = self.tok(list(sentences), add_special_tokens=False)["input_ids"]
-        return [self._wrap(pre + b[:keep] + suf) for b in body]
-
-    def pad(self, rows: list[list[int]]) -> dict[str, torch.Tensor]:
-        width = max(len(r) for r in rows)
-        pad_id = self.tok.pad_token_id if self.tok.pad_token_id is not None else 0
-        input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-        attention = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            input_ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-            attention[i, : len(r)] = 1
-        return {"input_ids": input_ids, "attention_mask": attention}
 
 
 class ContrastiveEncoder(nn.Module):

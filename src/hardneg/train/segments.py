@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from hardneg.train.model import PromptTokenizer
+from hardneg.encoders.tokenize import PromptTokenizer
 
 
 @dataclass

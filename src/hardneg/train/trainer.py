@@ -23,23 +23,20 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from hardneg.encoders.tokenize import PromptTokenizer
 from hardneg.shards import atomic_path, write_json_atomic
 from hardneg.train import distributed as D
 from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
-from hardneg.train.data import TrainingData, batch_rows, batches_per_epoch, load_training_data
-from hardneg.train.hicl_views import hicl_views
-from hardneg.train.model import ContrastiveEncoder, PromptTokenizer, dropout_rate
-from hardneg.train.objectives import (
-    BidirectionalMargin,
-    HiNCE,
-    InfoNCE,
-    ListMLESAN,
-    RankingConsistency,
-    RankingDistillation,
-    RecallLoss,
-    TwoWayMaxMargin,
+from hardneg.train.checkpoint import (
+    Checkpointer,
+    IncompatibleCheckpoint,  # noqa: F401  # re-exported: callers catch it here
+    save_atomic,
+    trim_metrics,
 )
+from hardneg.train.data import TrainingData, batch_rows, batches_per_epoch, load_training_data
+from hardneg.train.model import ContrastiveEncoder
 from hardneg.train.settings import TrainSettings
+from hardneg.train.step_model import Objective, StepModel
 from hardneg.train.teachers import Teachers, load_teachers, resolve_specs
 
 log = logging.getLogger(__name__)
@@ -47,148 +44,6 @@ log = logging.getLogger(__name__)
 
 class TrainingDiverged(RuntimeError):
     """A non-finite loss: training stops and names the step."""
-
-
-class IncompatibleCheckpoint(ValueError):
-    """A checkpoint written under different settings (or world size)."""
-
-
-# ----------------------------------------------------------------------------------------------
-class StepModel(nn.Module):
-    """Every forward pass of one step inside ONE forward call (so DDP sees one forward per
-    backward): views (+ negation, paraphrase) at the model's dropout, SAN at ``san_dropout``.
-    Each view's template is ``settings.view_template(view)`` (SNCSE: negation and SAN negatives
-    in the positive's template)."""
-
-    def __init__(self, encoder: ContrastiveEncoder, settings: TrainSettings) -> None:
-        super().__init__()
-        self.encoder = encoder
-        self.s = settings
-        self.t1, self.t2 = settings.view_template("anchor"), settings.view_template("positive")
-
-    def forward(self, texts: list[str], extra: dict[str, list[str]],
-                tokens: dict[str, Any] | None = None) -> dict[str, torch.Tensor]:
-        """``tokens``: ``self.tokenize(texts, extra)`` made ahead (the trainer's background
-        worker); None tokenizes here."""
-        if self.s.hicl:  # HiCL: segments encoded separately, views aggregated (issue 12)
-            return hicl_views(self.encoder, texts, extra, self.t1, self.t2, self.s.hicl_segment_length,
-                              self.s.hicl_max_tokens)
-        if tokens is None:
-            tokens = self.tokenize(texts, extra)
-        dev = self.encoder.device
-        batch = {k: v.to(dev, non_blocking=True) for k, v in tokens["views"].items()}
-        vecs = self.encoder.embed(batch, use_mlp=True)
-        out, start = {}, 0
-        for name, n in tokens["groups"]:
-            out[name] = vecs[start : start + n]
-            start += n
-        if "san" in tokens:
-            with dropout_rate(self.encoder, self.s.san_dropout):
-                san = {k: v.to(dev, non_blocking=True) for k, v in tokens["san"].items()}
-                out["san"] = self.encoder.embed(san, use_mlp=True)
-        return out
-
-    def tokenize(self, texts: list[str], extra: dict[str, list[str]]) -> dict[str, Any]:
-        """CPU half of ``forward``: padded id tensors for the views pass and the SAN pass (thread
-        safe, so the trainer runs it for upcoming steps in a worker; issue 15). ``static_width``
-        pads every batch to ``max_length`` (fixed shapes for ``train.compile``)."""
-        if self.s.hicl:  # HiCL tokenizes its segments itself, in forward
-            return {}
-        p = self.prompt or self.encoder.prompt
-        width = self.s.max_length if self.static_width else None
-        groups = [("anchor", p.ids(texts, self.t1)), ("positive", p.ids(texts, self.t2))]
-        for col in ("negation", "paraphrase", "syncse"):
-            if col in extra:
-                groups.append((col, p.ids(extra[col], self.s.view_template(col))))
-        pin = torch.cuda.is_available()
-        out: dict[str, Any] = {"groups": [(name, len(g)) for name, g in groups],
-                               "views": _padded(p, [r for _, g in groups for r in g], width, pin)}
-        if "san" in extra:
-            t_san = self.s.view_template("san")
-            if self.encoder.pooler == "mask" and t_san is None:
-                raise ValueError("pooler 'mask' needs a prompt template")
-            out["san"] = _padded(p, p.ids(extra["san"], t_san), width, pin)
-        return out
-
-    static_width = False  # set by the trainer when train.compile is on
-    prompt = None  # a PromptTokenizer of its own (the trainer's worker thread); None: the encoder's
-
-
-def _padded(p, rows: list[list[int]], width: int | None, pin: bool) -> dict[str, torch.Tensor]:
-    """``PromptTokenizer.pad``, optionally to a fixed width, in page-locked memory on CUDA hosts
-    (so the copy to the device does not block the host)."""
-    batch = p.pad(rows)
-    if width is not None and batch["input_ids"].shape[1] < width:
-        extra = width - batch["input_ids"].shape[1]
-        pad_id = p.tok.pad_token_id if p.tok.pad_token_id is not None else 0
-        batch = {"input_ids": torch.nn.functional.pad(batch["input_ids"], (0, extra), value=pad_id),
-                 "attention_mask": torch.nn.functional.pad(batch["attention_mask"], (0, extra), value=0)}
-    return {k: v.pin_memory() for k, v in batch.items()} if pin else batch
-
-
-class Objective(nn.Module):
-    """The configured loss: InfoNCE or HiNCE over the global batch, plus weighted BML (SNCSE),
-    two-way margin + recall (OssCSE: L = lc + lr + lambda*lm), RankCSE's consistency and ranking
-    distillation and ListMLE+SAN (SAN Eq. 6: beta*Lcons + gamma*LListMLE + LHiNCE + lambda*LListMLE+SAN;
-    Eq. 7: mu*LBML + lambda*LListMLE + zeta*LHiNCE + beta*LListMLE+SAN, zeta = 1)."""
-
-    def __init__(self, s: TrainSettings, encoder: ContrastiveEncoder) -> None:
-        super().__init__()
-        self.s = s
-        self.contrast = HiNCE(s.temperature, s.tau2) if s.negatives == "san" else InfoNCE(s.temperature)
-        self.bml = BidirectionalMargin(s.bml_alpha, s.bml_beta) if s.bml_weight > 0 else None
-        self.margin = TwoWayMaxMargin(s.margin_alpha, s.margin_beta) if s.margin_weight > 0 else None
-        self.listmle = ListMLESAN(s.listmle_tau) if s.listmle_weight > 0 else None
-        self.consistency = (RankingConsistency(s.temperature, s.consistency_form)
-                            if s.consistency_weight > 0 else None)
-        self.distill = RankingDistillation(s.distill_tau, s.distill_loss) if s.distill_weight > 0 else None
-        self.methods = newmethods.NewMethodTerms.build(s)  # HNCSE / HiCL / SynCSE term, else None
-        # recall loss over the backbone's weights (the pretrained model's parameters, OssCSE Eq. 4)
-        self.recall_params = [p for p in encoder.backbone.parameters() if p.requires_grad]
-        self.recall = (RecallLoss([(n, p) for n, p in encoder.backbone.named_parameters() if p.requires_grad],
-                                  s.recall_gamma)
-                       if s.recall_gamma > 0 else None)
-
-    def forward(self, emb: dict[str, torch.Tensor], info: D.DistInfo,
-                teacher_sims: dict[str, torch.Tensor] | None = None) -> tuple[torch.Tensor, dict[str, float]]:
-        """(loss to back-propagate, logged components). Global-batch terms are scaled by the
-        world size so that DDP's gradient averaging gives the single-device gradient."""
-        g1 = D.gather_with_grad(emb["anchor"], info)
-        g2 = D.gather_with_grad(emb["positive"], info)
-        parts: dict[str, torch.Tensor] = {}
-        if self.s.negatives == "san":
-            gs = D.gather_with_grad(emb["san"], info)
-            parts["hince"] = self.contrast(g1, g2, gs)
-        elif self.methods is not None:  # issue 12: the first part replaces InfoNCE
-            parts.update(self.methods(emb, g1, g2, info))
-        else:
-            parts["infonce"] = self.contrast(g1, g2)
-        global_terms = parts[next(iter(parts))]
-        if self.listmle is not None:
-            parts["listmle_san"] = self.listmle(g1, gs, teacher_sims["san"])
-            global_terms = global_terms + self.s.listmle_weight * parts["listmle_san"]
-        if self.consistency is not None:
-            parts["consistency"] = self.consistency(g1, g2)
-            global_terms = global_terms + self.s.consistency_weight * parts["consistency"]
-        if self.distill is not None:
-            parts[f"distill_{self.s.distill_loss}"] = self.distill(g1, g2, teacher_sims["distill"])
-            global_terms = global_terms + self.s.distill_weight * parts[f"distill_{self.s.distill_loss}"]
-        local_terms = torch.zeros((), device=g1.device)
-        if self.bml is not None:
-            parts["bml"] = self.bml(emb["anchor"], emb["positive"], emb["negation"])
-            local_terms = local_terms + self.s.bml_weight * parts["bml"]
-        if self.margin is not None:
-            parts["margin"] = self.margin(emb["anchor"], emb["paraphrase"], emb["negation"])
-            local_terms = local_terms + self.s.margin_weight * parts["margin"]
-        if self.recall is not None and self.s.recall_form == "coupled":  # OssCSE Eq. 5: L = lc + lr + lambda*lm
-            parts["recall"] = self.recall(self.recall_params)
-            local_terms = local_terms + parts["recall"]
-        total = global_terms + local_terms
-        backward = global_terms * info.world_size + local_terms
-        # detached tensors: the trainer reads them back only at logging steps (no per-step sync)
-        logged = {k: v.detach() for k, v in parts.items()}
-        logged["loss"] = total.detach()
-        return backward, logged
 
 
 # ----------------------------------------------------------------------------------------------
@@ -211,40 +66,6 @@ def lr_lambda(total_steps: int, warmup_ratio: float) -> Callable[[int], float]:
         return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
 
     return f
-
-
-def _rng_state() -> dict[str, Any]:
-    state = {"torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state()
-    return state
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state(state["cuda"])
-
-
-def _save(obj: Any, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
-
-
-def check_compatible(ckpt: dict, settings: TrainSettings, world_size: int, path: Path) -> None:
-    """Raise IncompatibleCheckpoint naming the settings that differ."""
-    if ckpt.get("fingerprint") == settings.fingerprint(world_size):
-        return
-    old = dict(ckpt.get("settings", {}), world_size=ckpt.get("world_size"))
-    new = dict(settings.to_dict(), world_size=world_size)
-    from hardneg.train.settings import NON_STRUCTURAL
-
-    diff = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new))
-            if k not in NON_STRUCTURAL and old.get(k) != new.get(k)]
-    raise IncompatibleCheckpoint(
-        f"{path}: checkpoint was written with different settings ({'; '.join(diff) or 'unknown'}); "
-        f"delete {path.parent} to start over, or restore the settings"
-    )
 
 
 def _plot_curve(metrics_path: Path, png: Path) -> None:
@@ -455,23 +276,15 @@ def train(
 
     # --- state, possibly restored from the last checkpoint ---------------------------------
     step, best_score, best_step = 0, -math.inf, None
-    ckpt_path = work / "last.pt"
     metrics_path = work / "metrics.jsonl"
     torch.manual_seed(s.seed * 1000 + info.rank)  # different dropout masks per rank
-    if resume and ckpt_path.exists():
-        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-        check_compatible(ckpt, s, info.world_size, ckpt_path)
-        encoder.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        scheduler.load_state_dict(ckpt["scheduler"])
-        scaler.load_state_dict(ckpt["scaler"])
-        step, best_score, best_step = ckpt["step"], ckpt["best_score"], ckpt["best_step"]
-        _set_rng_state(torch.load(work / f"rng-rank{info.rank}.pt", weights_only=False)[step])
-        log.info("resumed from %s at step %d", ckpt_path, step)
+    checkpoint = Checkpointer(work, s, info, fp, {"model": encoder, "optimizer": optimizer,
+                                                  "scheduler": scheduler, "scaler": scaler})
+    if resume and (restored := checkpoint.restore()) is not None:
+        step, best_score, best_step = restored
+        log.info("resumed from %s at step %d", checkpoint.path, step)
     if info.is_main:  # drop metric lines past the resumed step (they will be recomputed)
-        lines = metrics_path.read_text().splitlines() if metrics_path.exists() else []
-        kept = [x for x in lines if x.strip() and json.loads(x)["step"] <= step] if step > 0 else []
-        metrics_path.write_text("".join(x + "\n" for x in kept))
+        trim_metrics(metrics_path, step)
 
     def write_metric(rec: dict[str, Any]) -> None:
         if info.is_main:
@@ -487,37 +300,9 @@ def train(
         enc = Encoder(model=encoder.backbone, tokenizer=encoder.tokenizer, pooler=s.export_pooler,
                       max_length=eval_len, device=str(device),
                       template=s.templates[0] if s.templates else None, name=s.method)
-        if s.dev_max_pairs:
-            from hardneg.data.senteval import load_pairs
-            from hardneg.evaluate.metrics import spearman
-            from hardneg.evaluate.sts import predict, subsample
-
-            pairs = subsample(load_pairs(senteval_dir, "STSBenchmark", "dev"), s.dev_max_pairs)
-            preds = predict(enc.encode, pairs)
-            score = 100.0 * float(spearman(preds["cosine"].to_numpy(), preds["score"].to_numpy()))
-        else:
-            score = float(stsb_dev_spearman(enc.encode, senteval_dir))
+        score = float(stsb_dev_spearman(enc.encode, senteval_dir, max_pairs=s.dev_max_pairs))
         encoder.train()
         return score
-
-    ckpt_step = [step]
-
-    def save_checkpoint() -> None:
-        # RNG per rank, keyed by step; the previous entry is kept so a kill between this file
-        # and last.pt still finds the state that matches last.pt
-        rng = work / f"rng-rank{info.rank}.pt"
-        states = torch.load(rng, weights_only=False) if rng.exists() else {}
-        states = {k: v for k, v in states.items() if k == ckpt_step[0]}
-        states[step] = _rng_state()
-        _save(states, rng)
-        D.barrier(info)
-        if info.is_main:
-            _save({"fingerprint": fp, "settings": s.to_dict(), "world_size": info.world_size, "step": step,
-                   "model": encoder.state_dict(), "optimizer": optimizer.state_dict(),
-                   "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
-                   "best_score": best_score, "best_step": best_step}, ckpt_path)
-        D.barrier(info)
-        ckpt_step[0] = step
 
     if step == 0 and info.is_main:
         score = evaluate()
@@ -602,12 +387,12 @@ def train(
                     improved = score > best_score
                     if improved:
                         best_score, best_step = score, step
-                        _save({k: v.detach().cpu() for k, v in encoder.state_dict().items()}, work / "best.pt")
+                        save_atomic({k: v.detach().cpu() for k, v in encoder.state_dict().items()}, work / "best.pt")
                     write_metric({"kind": "eval", "step": step, "stsb_dev": score, "best": best_score})
                     log.info("step %d: STS-B dev %.2f (best %.2f at step %s)", step, score, best_score, best_step)
             D.barrier(info)
         if step % s.checkpoint_every == 0 or step == total_steps:
-            save_checkpoint()
+            checkpoint.save(step, best_score, best_step)
         if step % s.eval_every == 0 or step % s.checkpoint_every == 0:
             t_last, n_sent = time.perf_counter(), 0  # throughput excludes evaluation and saving
         if halt_after_steps is not None and steps_this_run >= halt_after_steps and step < total_steps:

@@ -1,0 +1,100 @@
+"""Resumable training state: ``last.pt`` (model, optimizer, scheduler, scaler, best score) plus one
+``rng-rank<r>.pt`` per rank, so that a killed job resumes mid-epoch and reaches the same final
+weights as an uninterrupted run (same dropout masks after the resume)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from hardneg.shards import atomic_path
+from hardneg.train import distributed as D
+from hardneg.train.settings import NON_STRUCTURAL, TrainSettings
+
+
+class IncompatibleCheckpoint(ValueError):
+    """A checkpoint written under different settings (or world size)."""
+
+
+def save_atomic(obj: Any, path: Path) -> None:
+    """``torch.save`` through a temporary file: a kill never leaves a half-written file."""
+    with atomic_path(path) as tmp:
+        torch.save(obj, tmp)
+
+
+def rng_state() -> dict[str, Any]:
+    state = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda"])
+
+
+def check_compatible(ckpt: dict, settings: TrainSettings, world_size: int, path: Path) -> None:
+    """Raise IncompatibleCheckpoint naming the settings that differ."""
+    if ckpt.get("fingerprint") == settings.fingerprint(world_size):
+        return
+    old = dict(ckpt.get("settings", {}), world_size=ckpt.get("world_size"))
+    new = dict(settings.to_dict(), world_size=world_size)
+    diff = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new))
+            if k not in NON_STRUCTURAL and old.get(k) != new.get(k)]
+    raise IncompatibleCheckpoint(
+        f"{path}: checkpoint was written with different settings ({'; '.join(diff) or 'unknown'}); "
+        f"delete {path.parent} to start over, or restore the settings"
+    )
+
+
+class Checkpointer:
+    """Saves and restores ``objects`` (name -> anything with ``state_dict``/``load_state_dict``:
+    model, optimizer, scheduler, scaler) in ``work``; every rank calls ``save`` (it synchronises)."""
+
+    def __init__(self, work: Path, settings: TrainSettings, info: D.DistInfo, fingerprint: str,
+                 objects: dict[str, Any]) -> None:
+        self.work, self.s, self.info, self.fp, self.objects = Path(work), settings, info, fingerprint, objects
+        self.path = self.work / "last.pt"
+        self.rng_path = self.work / f"rng-rank{info.rank}.pt"
+        self.saved_step = 0  # the step of the last complete checkpoint
+
+    def restore(self) -> tuple[int, float, int | None] | None:
+        """Load ``last.pt`` into the objects and this rank's RNG state at its step; returns
+        (step, best_score, best_step), or None when there is no checkpoint."""
+        if not self.path.exists():
+            return None
+        ckpt = torch.load(self.path, map_location="cpu", weights_only=False)
+        check_compatible(ckpt, self.s, self.info.world_size, self.path)
+        for name, obj in self.objects.items():
+            obj.load_state_dict(ckpt[name])
+        step = ckpt["step"]
+        set_rng_state(torch.load(self.rng_path, weights_only=False)[step])
+        self.saved_step = step
+        return step, ckpt["best_score"], ckpt["best_step"]
+
+    def save(self, step: int, best_score: float, best_step: int | None) -> None:
+        """RNG per rank, keyed by step, first; the previous entry is kept so that a kill between
+        this file and ``last.pt`` still finds the state that matches ``last.pt``."""
+        states = torch.load(self.rng_path, weights_only=False) if self.rng_path.exists() else {}
+        states = {k: v for k, v in states.items() if k == self.saved_step}
+        states[step] = rng_state()
+        save_atomic(states, self.rng_path)
+        D.barrier(self.info)
+        if self.info.is_main:
+            save_atomic({"fingerprint": self.fp, "settings": self.s.to_dict(), "world_size": self.info.world_size,
+                         "step": step, **{name: obj.state_dict() for name, obj in self.objects.items()},
+                         "best_score": best_score, "best_step": best_step}, self.path)
+        D.barrier(self.info)
+        self.saved_step = step
+
+
+def trim_metrics(metrics_path: Path, step: int) -> None:
+    """Keep the metric lines up to ``step`` (those past a resumed step will be recomputed)."""
+    lines = metrics_path.read_text().splitlines() if metrics_path.exists() else []
+    kept = [x for x in lines if x.strip() and json.loads(x)["step"] <= step] if step > 0 else []
+    metrics_path.write_text("".join(x + "\n" for x in kept))
