@@ -88,3 +88,41 @@ def test_max_length_too_short_for_the_template_names_the_setting(bert_tokenizer,
     enc = Encoder(model=backbone, tokenizer=bert_tokenizer, pooler="mask", max_length=10, template="sncse1")
     with pytest.raises(ValueError, match=r"max_length \(10\) is too short for template 'sncse1'"):
         enc._tokenize(["a b"])
+
+
+@pytest.fixture(scope="module")
+def bpe_tokenizer():
+    """A small byte-level BPE tokenizer trained in code (RoBERTa-style specials): a word's leading
+    space belongs to its token, so the training and evaluation conventions differ on it."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer()
+    corpus = ["This sentence : a man plays means <mask> .", "so a dog runs and a man said hello"] * 50
+    bpe.train_from_iterator(corpus, vocab_size=400, min_frequency=2,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    from tokenizers.processors import TemplateProcessing
+
+    bpe.post_processor = TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
+    return PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>",
+                                   pad_token="<pad>", unk_token="<unk>", mask_token="<mask>")
+
+
+def test_evaluation_keeps_the_whole_string_convention_for_bpe(bpe_tokenizer):
+    """PromptBERT/SNCSE evaluation.py tokenize the templated string whole; train.py joins parts."""
+    from hardneg.encoders.tokenize import PromptTokenizer
+
+    # no quotes around {sentence}: the sentence's first word follows a space, which byte-level BPE
+    # folds into that word's token only when the string is tokenized whole
+    template, sents = "This sentence : {sentence} means [MASK] .", ["a man plays", "a dog runs", "hello"]
+    prefix, suffix = (p.replace(MASK_PLACEHOLDER, "<mask>") for p in split_template(template))
+    whole = [bpe_tokenizer(prefix + s + suffix)["input_ids"] for s in sents]
+    joined = PromptTokenizer(bpe_tokenizer, 64, joined=True).ids(sents, template)
+    parts = PromptTokenizer(bpe_tokenizer, 64).ids(sents, template)
+    assert joined == whole
+    assert joined != parts  # the two conventions really differ on this tokenizer
+    enc = Encoder(model=None, tokenizer=bpe_tokenizer, pooler="mask", max_length=64, template=template)
+    assert enc._tokenize(sents) == whole
+    cut = PromptTokenizer(bpe_tokenizer, 12, joined=True).ids(["a man plays " * 10], template)[0]
+    assert len(cut) == 12 and cut[-1] == bpe_tokenizer.eos_token_id
+    assert bpe_tokenizer.mask_token_id in cut

@@ -66,7 +66,7 @@ class Encoder:
     # -- tokenization (the implementation training uses too) -----------------------------------
     def _prompt_tokenizer(self) -> PromptTokenizer:
         if self._prompt is None or self._prompt.tok is not self.tokenizer or self._prompt.max_length != self.max_length:
-            self._prompt = PromptTokenizer(self.tokenizer, self.max_length, setting="max_length")
+            self._prompt = PromptTokenizer(self.tokenizer, self.max_length, setting="max_length", joined=True)
         return self._prompt
 
     def _tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
