@@ -47,7 +47,9 @@ def register(subparsers) -> None:
                    help="corpus shard(s) (Parquet with id, text) or a text file (one sentence a line)")
     p.add_argument("--out", required=True, help="summary JSON (per transformation; negation-above-paraphrase rate)")
     p.add_argument("--pairs", default=None, help="per-row Parquet (id, transformation, text, mer, cosine, status, reason)")
-    p.add_argument("--pooler", default="avg", help="cls, cls_before_pooler, avg, avg_first_last, avg_top2, mask")
+    p.add_argument("--pooler", default=schema_default("evaluate.baseline_pooler"),
+                   help="cls, cls_before_pooler, avg, avg_first_last, avg_top2, mask "
+                        "(default: %(default)s, as evaluate.baseline_pooler)")
     p.add_argument("--template", default=None, help="prompt template for the [MASK] pooler (sncse1, sncse2)")
     p.add_argument("--paraphrases", nargs="+", default=None,
                    help="back-translation shard(s) with a 'paraphrase' column (default: back-translate "

