@@ -294,3 +294,26 @@ def test_schema_default_names_a_missing_key():
         schema_default("san.nope")
     with pytest.raises(KeyError, match="no default"):
         schema_default("negation.spacy_model")
+
+
+def test_train_runner_under_torchrun_starts_the_cli_with_the_same_work(tmp_path, monkeypatch):
+    """nproc_per_node > 1: the runner starts ``torchrun -m hardneg train`` whose arguments the CLI
+    parses back into the same settings, shards and folders (each process then runs in-process)."""
+    import json
+    import subprocess
+
+    from hardneg.train.presets import settings_from_config
+    from hardneg.train.run import run_train
+
+    cmds = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: cmds.append(cmd))
+    settings = settings_from_config({"init_model": "m"}, "simcse_san", 7)
+    run_train(settings, ["c0.parquet", "c1.parquet"], tmp_path / "run", augment={"san": ["s0.parquet", "s1.parquet"]},
+              senteval_dir="se", nproc_per_node=2, log_path=tmp_path / "log.txt")
+    (cmd,) = cmds
+    assert cmd[1:5] == ["-m", "torch.distributed.run", "--nproc_per_node=2", "-m"] and cmd[5] == "hardneg"
+    args = build_parser().parse_args(cmd[6:])
+    assert args.command == "train" and args.corpus == ["c0.parquet", "c1.parquet"]
+    assert args.san == ["s0.parquet", "s1.parquet"] and args.senteval_dir == "se"
+    assert args.out == str(tmp_path / "run") and not args.no_resume
+    assert json.loads(Path(args.settings).read_text()) == settings.to_dict()
