@@ -124,3 +124,47 @@ def load_config(paths: Iterable[str | Path], overrides: dict | None = None) -> d
     if overrides:
         merged = deep_merge(merged, overrides)
     return validate(merged)
+
+
+_SCHEMA_CACHE: dict[str, dict] = {}
+
+
+def _schema_node(key: str, schema_path: str | Path = SCHEMA_PATH) -> dict:
+    path = str(schema_path)
+    if path not in _SCHEMA_CACHE:
+        _SCHEMA_CACHE[path] = load_schema(path)
+    node = _SCHEMA_CACHE[path]
+    for part in key.split("."):
+        props = node.get("properties", {})
+        if part not in props:
+            raise KeyError(f"'{key}': no such key in {path}")
+        node = props[part]
+    return node
+
+
+def schema_default(key: str, schema_path: str | Path = SCHEMA_PATH) -> Any:
+    """The schema's default of a dotted config key (``san.mlm``): the one place that the CLI's
+    option defaults and the workflow's settings both come from."""
+    node = _schema_node(key, schema_path)
+    if "default" not in node:
+        raise KeyError(f"'{key}': {schema_path} gives no default")
+    return copy.deepcopy(node["default"])
+
+
+def section_defaults(key: str, schema_path: str | Path = SCHEMA_PATH) -> dict:
+    """Every default under a config section (``lexicon``, ``san.quality``), nested as in the config."""
+    node = _schema_node(key, schema_path)
+    out: dict[str, Any] = {}
+    for name, sub in node.get("properties", {}).items():
+        if "default" in sub:
+            out[name] = copy.deepcopy(sub["default"])
+        elif sub.get("type") == "object" and "properties" in sub:
+            nested = section_defaults(f"{key}.{name}", schema_path)
+            if nested:
+                out[name] = nested
+    return out
+
+
+def with_defaults(section: str, settings: dict | None) -> dict:
+    """``settings`` (one config section) with the schema's defaults filled in where a key is missing."""
+    return deep_merge(section_defaults(section), dict(settings or {}))

@@ -1,18 +1,12 @@
-"""Snakemake adapter: rule download -> hardneg.data.download.download."""
+"""Snakemake adapter: rule download -> hardneg.data.run.run_download."""
 
-from hardneg.data.download import download
+from hardneg.data.run import run_download
 from hardneg.runlog import run_rule
 
-p = snakemake.params  # noqa: F821 (snakemake injects this object)
+sm = snakemake  # noqa: F821 (snakemake injects this object)
+p = sm.params
 run_rule(
-    download,
-    snakemake.log[0],  # noqa: F821
-    p.url,
-    snakemake.output.file,  # noqa: F821
-    mirror=p.mirror,
-    sha256=p.sha256,
-    retries=p.retries,
-    backoff_s=p.backoff_s,
-    timeout_s=p.timeout_s,
-    manifest=snakemake.output.manifest,  # noqa: F821
-)
+    run_download, sm.log[0], p.url, sm.output.file, sm.output.manifest,
+    {"retries": p.retries, "backoff_s": p.backoff_s, "timeout_s": p.timeout_s},
+    mirror=p.mirror, sha256=p.sha256,
+)  # fmt: skip

@@ -1,19 +1,10 @@
-"""Snakemake adapter: rule prepare_corpus -> hardneg.data.corpus.prepare_corpus."""
+"""Snakemake adapter: rule prepare_corpus -> hardneg.data.run.run_prepare_corpus."""
 
-from hardneg.data.corpus import prepare_corpus
+from hardneg.data.run import run_prepare_corpus
 from hardneg.runlog import run_rule
 
-c = snakemake.params.corpus  # noqa: F821
-manifest = run_rule(
-    prepare_corpus,
-    snakemake.log[0],  # noqa: F821
-    snakemake.input.corpus,  # noqa: F821
-    snakemake.output.shards,  # noqa: F821
-    snakemake.output.rejects,  # noqa: F821
-    snakemake.output.manifest,  # noqa: F821
-    max_sentences=c["max_sentences"],
-    shard_size=c["shard_size"],
-    min_chars=c.get("min_chars", 1),
-    dedupe=c.get("dedupe", True),
-    senteval_dir=snakemake.input.senteval,  # noqa: F821
-)
+sm = snakemake  # noqa: F821 (snakemake injects this object)
+run_rule(
+    run_prepare_corpus, sm.log[0], sm.input.corpus, list(sm.output.shards), sm.output.rejects,
+    sm.output.manifest, sm.params.corpus, senteval_dir=sm.input.senteval,
+)  # fmt: skip

@@ -6,27 +6,30 @@ import argparse
 import json
 from pathlib import Path
 
+from hardneg.config import schema_default
+
 DEFAULT_BASE = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/"
 
 
 def _download(args: argparse.Namespace) -> int:
-    from hardneg.data.download import download
+    from hardneg.data.run import run_download
 
     dest = Path(args.out) if args.out else Path(args.filename)
-    record = download(
+    record = run_download(
         args.base_url.rstrip("/") + "/" + args.filename,
         dest,
+        dest.with_name(dest.name + ".manifest.json"),
+        {"retries": args.retries, "backoff_s": args.backoff_s, "timeout_s": args.timeout_s},
         mirror=args.mirror,
         sha256=args.sha256,
-        retries=args.retries,
-        manifest=dest.with_name(dest.name + ".manifest.json"),
     )
     print(json.dumps(record, indent=2))
     return 0
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from hardneg.data.corpus import n_shards, prepare_corpus
+    from hardneg.data.corpus import n_shards
+    from hardneg.data.run import run_prepare_corpus
 
     out = Path(args.out_dir)
     for name in ("max_sentences", "shard_size"):
@@ -34,15 +37,13 @@ def _prepare(args: argparse.Namespace) -> int:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     n = n_shards(args.max_sentences, args.shard_size)
     shards = [out / f"shard-{i:03d}.parquet" for i in range(n)]
-    manifest = prepare_corpus(
+    manifest = run_prepare_corpus(
         args.corpus,
         shards,
         out / "rejects.parquet",
         out / "manifest.json",
-        max_sentences=args.max_sentences,
-        shard_size=args.shard_size,
-        min_chars=args.min_chars,
-        dedupe=not args.keep_duplicates,
+        {"max_sentences": args.max_sentences, "shard_size": args.shard_size, "min_chars": args.min_chars,
+         "dedupe": not args.keep_duplicates},
         senteval_dir=args.senteval_dir,
     )
     # A previous run with more shards must not leave files a glob would read as this corpus.
@@ -57,10 +58,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("download", help="download one upstream file (mirror-aware, resumable)")
     p.add_argument("filename", help="e.g. wiki1m_for_simcse.txt or senteval.tar")
     p.add_argument("--out", help="destination path (default: ./FILENAME)")
-    p.add_argument("--base-url", default=DEFAULT_BASE)
+    p.add_argument("--base-url", default=DEFAULT_BASE, help="upstream base URL (default: %(default)s)")
     p.add_argument("--mirror", help="http(s)/file:// base URL or folder replacing the upstream host")
     p.add_argument("--sha256", help="expected checksum (verified)")
-    p.add_argument("--retries", type=int, default=5)
+    p.add_argument("--retries", type=int, default=schema_default("data.retries"),
+                   help="data.retries (default: %(default)s)")
+    p.add_argument("--backoff-s", type=float, default=schema_default("data.backoff_s"),
+                   help="data.backoff_s: first wait between tries, doubled each time (default: %(default)s)")
+    p.add_argument("--timeout-s", type=float, default=schema_default("data.timeout_s"),
+                   help="data.timeout_s: per request (default: %(default)s)")
     p.set_defaults(func=_download)
 
     p = sub.add_parser("prepare-corpus", help="normalise, de-duplicate, cap and shard a corpus")
@@ -68,7 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("out_dir")
     p.add_argument("--max-sentences", type=int, required=True)
     p.add_argument("--shard-size", type=int, required=True)
-    p.add_argument("--min-chars", type=int, default=1)
-    p.add_argument("--keep-duplicates", action="store_true")
+    p.add_argument("--min-chars", type=int, default=schema_default("corpus.min_chars"),
+                   help="corpus.min_chars (default: %(default)s)")
+    p.add_argument("--keep-duplicates", action="store_true",
+                   help="corpus.dedupe: false (default: de-duplicate, as corpus.dedupe: true)")
     p.add_argument("--senteval-dir", help="extracted senteval.tar, for the leakage count")
     p.set_defaults(func=_prepare)

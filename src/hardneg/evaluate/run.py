@@ -1,18 +1,22 @@
-"""One evaluation run of one encoder: STS summary, per-pair predictions, Cont./Oppn. figures.
+"""Evaluation stage runners: one evaluation run of one encoder (STS summary, per-pair
+predictions, Cont./Oppn. figures), the Cont./Oppn. splits, an evaluation's plots, the
+transformation probe.
 
-Shared by the ``hardneg eval-sts`` command and the workflow's ``evaluate`` rule, so both write
-the same files from the same code.
+Shared by the ``hardneg eval-sts`` / ``splits`` / ``probe`` commands and the workflow's
+``evaluate`` / ``cont_oppn_splits`` / ``evaluate_plots`` / ``probe`` rules (thin adapters in
+workflow/scripts/), so both write the same files from the same code.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
 
+from hardneg.config import with_defaults
 from hardneg.data.senteval import STS_DATASETS, check_senteval_dir
 from hardneg.encoders import load_encoder
 from hardneg.evaluate.splits import SPLIT_COLUMNS, split_cosines, split_metrics
@@ -102,3 +106,78 @@ def evaluate_model(
         log.info("Cont./Oppn. weighted: %s", cont["weighted_average"])
     log.info("evaluated %s in %.1f s", model, time.perf_counter() - t0)
     return metrics
+
+
+def run_splits(
+    senteval_dir: str | Path,
+    out: str | Path,
+    stats_out: str | Path,
+    settings: Mapping | None = None,
+) -> tuple[pl.DataFrame, dict]:
+    """Build the Cont./Oppn. splits (OssCSE §3.3) with the ``evaluate.splits`` config section
+    ``settings`` (schema defaults filled in; no ``sources``: :data:`DEFAULT_SOURCES`); write the
+    splits Parquet and its statistics JSON; return both."""
+    from hardneg.evaluate.splits import DEFAULT_SOURCES, build_splits
+
+    cfg = with_defaults("evaluate.splits", dict(settings or {}))
+    lo, hi = cfg["median_range"]
+    if not lo <= hi:  # also refuses NaN
+        raise ValueError(f"median_range: LO {lo} must be <= HI {hi}")
+    table, summary = build_splits(senteval_dir, cfg.get("sources") or DEFAULT_SOURCES, (lo, hi))
+    write_shard(table, out)
+    write_json_atomic(summary, stats_out)
+    log.info("splits: %s", summary["totals"])
+    return table, summary
+
+
+def run_plots(
+    cont_oppn_json: str | Path,
+    predictions: str | Path,
+    cont_oppn_png: str | Path,
+    hard_pairs_png: str | Path,
+    label: str,
+) -> None:
+    """The plots of one evaluation: Cont./Oppn. bars and the hard pairs' cosine histogram."""
+    import json
+
+    from hardneg.evaluate.plots import plot_cont_oppn, plot_hard_pairs
+
+    with open(cont_oppn_json) as fh:
+        plot_cont_oppn(json.load(fh), cont_oppn_png, title=f"Cont./Oppn.: {label}")
+    plot_hard_pairs({label: read_shard(predictions)}, hard_pairs_png)
+
+
+def probe_model(
+    model: Mapping,
+    corpus: Sequence[str | Path],
+    summary_out: str | Path,
+    settings: Mapping | None = None,
+    *,
+    pairs_out: str | Path | None = None,
+    paraphrase_shards: Sequence[str | Path] = (),
+    backtranslation: Mapping | None = None,
+    paraphrase: Mapping | None = None,
+    negation: Mapping | None = None,
+    mlm: str | None = None,
+    max_length: int = 128,
+    device: str | None = None,
+    batch_size: int = 128,
+    show_progress: bool = False,
+) -> dict:
+    """The transformation probe (OssCSE §3.1) of ``model`` (``{"model", "pooler", "template"}``)
+    with the ``probe`` config section ``settings`` (schema defaults filled in). Paraphrases per
+    ``settings["paraphrases"]``: ``shards`` = ``paraphrase_shards``; ``backtranslate`` = translate
+    the probe set here with ``backtranslation`` (a config section); ``none`` = no paraphrase rows."""
+    from hardneg.evaluate.probe import run_probe
+
+    cfg = with_defaults("probe", dict(settings or {}))
+    para = cfg["paraphrases"]
+    neg = {k: v for k, v in (negation or {}).items() if k != "n_process"}
+    return run_probe(
+        model["model"], list(corpus), summary_out, pairs_out=pairs_out, pooler=model["pooler"],
+        template=model.get("template"), max_length=max_length, device=device, batch_size=batch_size,
+        max_sentences=cfg["max_sentences"], seed=cfg["seed"], edit_rate=cfg["edit_rate"],
+        paraphrase_shards=list(paraphrase_shards) if para == "shards" else None,
+        backtranslation=dict(backtranslation or {}) if para == "backtranslate" else False,
+        paraphrase_cfg=dict(paraphrase or {}), negation_cfg=neg, mlm=mlm, show_progress=show_progress,
+    )
