@@ -71,3 +71,13 @@ def test_trim_metrics_keeps_lines_up_to_the_resumed_step(tmp_path):
     assert path.read_text() == '{"step": 1}\n{"step": 2}\n'
     trim_metrics(path, 0)
     assert path.read_text() == ""
+
+
+def test_the_same_state_saves_to_the_same_bytes(tmp_path):
+    from hardneg.train.checkpoint import save_atomic
+
+    state = {"model": {"w": torch.arange(12.0).reshape(3, 4)}, "step": 7}
+    save_atomic(state, tmp_path / "a.pt")
+    save_atomic(state, tmp_path / "b.pt")  # another name: another temporary file
+    assert (tmp_path / "a.pt").read_bytes() == (tmp_path / "b.pt").read_bytes()
+    assert torch.load(tmp_path / "a.pt")["step"] == 7

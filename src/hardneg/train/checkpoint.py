@@ -20,9 +20,12 @@ class IncompatibleCheckpoint(ValueError):
 
 
 def save_atomic(obj: Any, path: Path) -> None:
-    """``torch.save`` through a temporary file: a kill never leaves a half-written file."""
-    with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
+    """``torch.save`` through a temporary file: a kill never leaves a half-written file.
+
+    Saved through a file object, so the archive's inner folder is "archive" rather than the
+    temporary file's random name: the same state gives the same bytes."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        torch.save(obj, f)
 
 
 def rng_state() -> dict[str, Any]:
