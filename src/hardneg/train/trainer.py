@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from hardneg.shards import atomic_path, write_json_atomic
 from hardneg.train import distributed as D
 from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
+from hardneg.train.determinism import ordered_cpu_kernels
 from hardneg.train.data import TrainingData, batch_rows, batches_per_epoch, load_training_data
 from hardneg.train.hicl_views import hicl_views
 from hardneg.train.model import ContrastiveEncoder, PromptTokenizer, dropout_rate
@@ -386,6 +387,7 @@ class Prefetch:
 
 
 # ----------------------------------------------------------------------------------------------
+@ordered_cpu_kernels
 def train(
     settings: TrainSettings,
     corpus_shards: Sequence[str | Path],
