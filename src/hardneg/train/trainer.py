@@ -34,6 +34,7 @@ from hardneg.train.checkpoint import (
     trim_metrics,
 )
 from hardneg.train.data import TrainingData, batch_rows, batches_per_epoch, load_training_data
+from hardneg.train.determinism import ordered_cpu_kernels
 from hardneg.train.model import ContrastiveEncoder
 from hardneg.train.settings import TrainSettings
 from hardneg.train.step_model import Objective, StepModel
@@ -207,6 +208,7 @@ class Prefetch:
 
 
 # ----------------------------------------------------------------------------------------------
+@ordered_cpu_kernels
 def train(
     settings: TrainSettings,
     corpus_shards: Sequence[str | Path],
