@@ -23,6 +23,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from hardneg.plotting import pyplot, save_png
 from hardneg.shards import atomic_path, write_json_atomic
 from hardneg.train import distributed as D
 from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
@@ -248,11 +249,7 @@ def check_compatible(ckpt: dict, settings: TrainSettings, world_size: int, path:
 
 
 def _plot_curve(metrics_path: Path, png: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     rows = [json.loads(x) for x in metrics_path.read_text().splitlines() if x.strip()]
     tr = [r for r in rows if r.get("kind") == "train"]
     ev = [r for r in rows if r.get("kind") == "eval"]
@@ -267,9 +264,7 @@ def _plot_curve(metrics_path: Path, png: Path) -> None:
     ax.set_title("training curve")
     fig.legend(loc="upper right")
     fig.tight_layout()
-    with atomic_path(png) as tmp:
-        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
-    plt.close(fig)
+    save_png(fig, png, dpi=100)
 
 
 # ---------------------------------------------------------------------------- GPU speed (issue 15)
