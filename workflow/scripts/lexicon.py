@@ -6,14 +6,12 @@ logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asc
 
 import time  # noqa: E402
 
-from transformers import AutoTokenizer  # noqa: E402
-
 from hardneg.augment.san import lexicon as lx  # noqa: E402
-from hardneg.models.resolve import resolve_model  # noqa: E402
+from hardneg.models.load import load_tokenizer  # noqa: E402
 
 log = logging.getLogger("lexicon")
 cfg = dict(snakemake.params.cfg)
-tok = AutoTokenizer.from_pretrained(resolve_model(snakemake.params.tokenizer, setting="san.mlm"))
+tok = load_tokenizer(snakemake.params.tokenizer, setting="san.mlm")
 mode = cfg.get("mode", "isolation")
 nlp = None if mode == "file" else lx.load_spacy(cfg.get("spacy_model", "en_core_web_sm"))
 texts = None

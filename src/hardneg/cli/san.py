@@ -36,12 +36,10 @@ def _default_lexicon(mlm: str) -> str:
     import os
     from pathlib import Path
 
-    from transformers import AutoTokenizer
-
     from hardneg.augment.san import lexicon as lx
-    from hardneg.models.resolve import resolve_model
+    from hardneg.models.load import load_tokenizer
 
-    tok = AutoTokenizer.from_pretrained(resolve_model(mlm, setting="--mlm"))
+    tok = load_tokenizer(mlm, setting="--mlm")
     key = lx.tokenizer_identity(tok)["vocab_sha256"][:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "hardneg" / "lexicon"
     path = cache / f"isolation-{key}.parquet"
@@ -52,12 +50,10 @@ def _default_lexicon(mlm: str) -> str:
 
 
 def _lexicon(args: argparse.Namespace) -> int:
-    from transformers import AutoTokenizer
-
     from hardneg.augment.san import lexicon as lx
-    from hardneg.models.resolve import resolve_model
+    from hardneg.models.load import load_tokenizer
 
-    tok = AutoTokenizer.from_pretrained(resolve_model(args.mlm, setting="--mlm"))
+    tok = load_tokenizer(args.mlm, setting="--mlm")
     nlp = lx.load_spacy(args.spacy_model)
     texts = lx.read_corpus_texts(args.corpus) if args.mode == "corpus" else None
     frame, stats = lx.build_lexicon(tok, nlp, mode=args.mode, corpus_texts=texts, continuation=args.continuation, scale=args.scale)

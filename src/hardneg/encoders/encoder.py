@@ -19,7 +19,9 @@ from tqdm.auto import tqdm
 
 from hardneg.encoders.pooling import NEEDS_HIDDEN_STATES, POOLERS, masked_mean, pool
 from hardneg.encoders.templates import MASK_PLACEHOLDER, get_template, split_template
-from hardneg.models.resolve import ModelNotFound, resolve_model
+from hardneg.models.device import pick_device
+from hardneg.models.load import load_backbone
+from hardneg.models.resolve import resolve_model
 
 log = logging.getLogger(__name__)
 
@@ -164,27 +166,6 @@ class Encoder:
 
 
 # -- loading ------------------------------------------------------------------------------------
-def _pick_device(device: str | None) -> str:
-    if device in (None, "auto"):
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} requested but CUDA is not available")
-    return str(device)
-
-
-def _load_hf(path: str, model_name: str):
-    from transformers import AutoModel, AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        model, info = AutoModel.from_pretrained(path, output_loading_info=True)
-    except OSError as exc:
-        raise ModelNotFound(
-            f"model {model_name!r}: cannot load it as a local folder or from the Hugging Face hub: {exc}"
-        ) from exc
-    return tokenizer, model, list(info.get("missing_keys", []))
-
-
 def _read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -267,7 +248,7 @@ def load_encoder(
     if max_length < 4:  # checked before a model folder's own setting can replace it
         raise ValueError(f"max_length must be >= 4 (got {max_length})")
     path = resolve_model(model, setting="model")
-    dev = _pick_device(device)
+    dev = str(pick_device(device))
     st_spec = None
     if Path(path, "modules.json").is_file():
         st_spec = _read_st_folder(Path(path))
@@ -295,7 +276,7 @@ def load_encoder(
         template = "sncse1"
     if template is not None:
         get_template(template)  # validates the name early
-    tokenizer, hf_model, missing = _load_hf(path, model)
+    tokenizer, hf_model, missing = load_backbone(model if st_spec is None else path, setting="model")
     st_modes: tuple[str, ...] = ()
     dense: list[_Dense] = []
     if st_spec is not None and not st_spec["hardneg"]:

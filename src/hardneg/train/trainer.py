@@ -23,6 +23,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from hardneg.models.device import pick_device
+from hardneg.models.precision import autocast_dtype, resolve_precision
 from hardneg.plotting import pyplot, save_png
 from hardneg.shards import atomic_path, write_json_atomic
 from hardneg.train import distributed as D
@@ -193,15 +195,6 @@ class Objective(nn.Module):
 
 
 # ----------------------------------------------------------------------------------------------
-def resolve_precision(precision: str, device: torch.device) -> torch.dtype | None:
-    """Autocast dtype: bf16 on CUDA when supported (else fp16), fp32 on CPU for 'auto'."""
-    if precision == "fp32" or (precision == "auto" and device.type != "cuda"):
-        return None
-    if precision == "auto":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
-
-
 def lr_lambda(total_steps: int, warmup_ratio: float) -> Callable[[int], float]:
     """Linear warm-up then linear decay to 0 (the transformers/SimCSE schedule)."""
     warmup = round(total_steps * warmup_ratio)
@@ -401,7 +394,7 @@ def train(
     """
     s = settings
     info = D.init_distributed()
-    device = torch.device(f"cuda:{info.local_rank}" if torch.cuda.is_available() else "cpu")
+    device = pick_device(index=info.local_rank)  # cuda:<local rank> when CUDA is present, else cpu
     out_dir = Path(out_dir)
     fp = s.fingerprint(info.world_size)
     work = Path(work_dir) if work_dir else out_dir / f"work-{fp[:8]}"
@@ -445,7 +438,7 @@ def train(
     optimizer = torch.optim.AdamW(params, lr=s.lr, weight_decay=s.weight_decay,
                                   **({"fused": True} if device.type == "cuda" else {}))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(total_steps, s.warmup_ratio))
-    amp_dtype = resolve_precision(s.precision, device)
+    amp_dtype = autocast_dtype(resolve_precision(s.precision, device, setting="train.precision"))
     scaler = torch.amp.GradScaler(device.type, enabled=amp_dtype == torch.float16)
 
     # --- state, possibly restored from the last checkpoint ---------------------------------
