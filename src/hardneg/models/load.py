@@ -20,7 +20,7 @@ def _load(name: str, setting: str, what: str, load: Callable[[str], Any]) -> Any
     path = resolve_model(name, setting=setting)
     try:
         return load(path)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # transformers 5: a folder without a model is a ValueError
         raise ModelNotFound(f"{setting}: cannot load {what} '{name}': {exc}") from exc
 
 
