@@ -21,6 +21,7 @@ from hardneg.encoders.pooling import NEEDS_HIDDEN_STATES, POOLERS, masked_mean, 
 from hardneg.encoders.templates import MASK_PLACEHOLDER, get_template, split_template
 from hardneg.models.device import pick_device
 from hardneg.models.load import load_backbone
+from hardneg.models.precision import autocast_dtype, resolve_precision
 from hardneg.models.resolve import resolve_model
 
 log = logging.getLogger(__name__)
@@ -143,7 +144,8 @@ class Encoder:
         out = np.empty((len(unique), self.dim), dtype=np.float32)
         self.model.eval()
         use_cuda = str(self.device).startswith("cuda")
-        amp_dtype = torch.bfloat16 if (use_cuda and torch.cuda.is_bf16_supported()) else torch.float16
+        # precision 'auto': bf16 on CUDA (fp16 on a GPU without bf16), no autocast elsewhere
+        amp_dtype = autocast_dtype(resolve_precision("auto", torch.device(self.device))) or torch.float16
         bar = tqdm(total=len(order), desc=f"encode {self.name or 'model'}", unit="sent",
                    disable=not show_progress, leave=False)
         with torch.inference_mode(), torch.autocast("cuda", dtype=amp_dtype, enabled=use_cuda):
