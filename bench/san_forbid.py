@@ -24,7 +24,8 @@ import polars as pl
 import torch
 
 from hardneg.augment.san.lexicon import load_lexicon
-from hardneg.augment.san.mask_predict import MaskPredictor, SanConfig, _decode, _encode, augment_frame, load_mlm
+from hardneg.augment.san.mask_predict import MaskPredictor, SanConfig, _decode, _encode, augment_frame
+from hardneg.models.load import load_masked_lm
 from hardneg.text.mer import mer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +92,7 @@ def main() -> None:
     torch.set_num_threads(1)
     lines = WIKI.read_text(encoding="utf-8").splitlines()[args.first - 1 : args.first - 1 + args.n]
     texts = [x.strip() for x in lines if x.strip()]
-    tok, model = load_mlm(args.mlm, device="cpu")
+    tok, model = load_masked_lm(args.mlm, setting="--mlm", device="cpu")
     mask_prob = load_lexicon(args.lexicon, tokenizer=tok).get_column("mask_prob").to_numpy()
     out = [
         f"SAN forbid_original, MLM {args.mlm}, {len(texts)} wiki1m lines from {args.first}, seed {args.seed}",

@@ -39,9 +39,10 @@ def test_san_overlapped_chunks_give_the_same_rows(tiny_mlm_dir, tmp_path_factory
     from test_lexicon import san_lexicon
 
     from hardneg.augment.san.lexicon import load_lexicon
-    from hardneg.augment.san.mask_predict import MaskPredictor, SanConfig, augment_chunks, load_mlm
+    from hardneg.augment.san.mask_predict import MaskPredictor, SanConfig, augment_chunks
+    from hardneg.models.load import load_masked_lm
 
-    tok, model = load_mlm(str(tiny_mlm_dir), device="cpu")
+    tok, model = load_masked_lm(str(tiny_mlm_dir), setting="san.mlm", device="cpu")
     probs = load_lexicon(san_lexicon(tmp_path_factory, bert_tokenizer), tokenizer=tok)["mask_prob"].to_numpy()
     texts = ["The quick brown fox jumps over the lazy dog.", "It rained.", "",
              "Stock markets fell sharply on Monday after the central bank raised rates."] * 5

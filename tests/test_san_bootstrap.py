@@ -10,7 +10,7 @@ import polars as pl
 import torch
 
 from hardneg.augment.san.bootstrap_mlm import BootstrapConfig, bootstrap_mlm
-from hardneg.augment.san.mask_predict import load_mlm
+from hardneg.models.load import load_masked_lm
 from hardneg.shards import write_shard
 
 
@@ -28,7 +28,7 @@ def test_bootstrap_reports_accuracy_and_saves_a_loadable_mlm(tmp_path, tiny_mlm_
     assert metrics["after"]["top5"] >= metrics["after"]["top1"]
     assert metrics["after"]["unigram_top5"] > 0  # the frequency baseline finds common words
     assert json.loads((out / "metrics.json").read_text())["after"] == metrics["after"]
-    tok, model = load_mlm(str(out), device="cpu")
+    tok, model = load_masked_lm(str(out), setting="san.mlm", device="cpu")
     with torch.inference_mode():
         logits = model(**tok("the cat [MASK] on the mat", return_tensors="pt")).logits
     assert logits.shape[-1] == tok.vocab_size

@@ -12,7 +12,8 @@ from test_lexicon import san_lexicon
 
 from hardneg.augment.san import rng as san_random
 from hardneg.augment.san.lexicon import load_lexicon
-from hardneg.augment.san.mask_predict import MaskPredictor, SanConfig, augment_frame, augment_shard, load_mlm
+from hardneg.augment.san.mask_predict import MaskPredictor, SanConfig, augment_frame, augment_shard
+from hardneg.models.load import load_masked_lm
 from hardneg.shards import write_shard
 
 torch.set_num_threads(2)
@@ -40,7 +41,7 @@ def lexicon_path(tmp_path_factory, bert_tokenizer):
 
 @pytest.fixture(scope="module")
 def mlm(tiny_mlm_dir):
-    return load_mlm(str(tiny_mlm_dir), device="cpu")
+    return load_masked_lm(str(tiny_mlm_dir), setting="san.mlm", device="cpu")
 
 
 @pytest.fixture(scope="module")

@@ -38,13 +38,11 @@ def _default_lexicon(mlm: str, spacy_model: str) -> str:
     import os
     from pathlib import Path
 
-    from transformers import AutoTokenizer
-
     from hardneg.augment.san import lexicon as lx
     from hardneg.augment.san.run import run_lexicon
-    from hardneg.models.resolve import resolve_model
+    from hardneg.models.load import load_tokenizer
 
-    tok = AutoTokenizer.from_pretrained(resolve_model(mlm, setting="--mlm"))
+    tok = load_tokenizer(mlm, setting="--mlm")
     key = lx.tokenizer_identity(tok)["vocab_sha256"][:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "hardneg" / "lexicon"
     path = cache / f"isolation-{spacy_model}-{key}.parquet"

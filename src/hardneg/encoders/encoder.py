@@ -20,7 +20,10 @@ from tqdm.auto import tqdm
 from hardneg.encoders.pooling import NEEDS_HIDDEN_STATES, POOLERS, masked_mean, pool
 from hardneg.encoders.templates import get_template
 from hardneg.encoders.tokenize import PromptTokenizer
-from hardneg.models.resolve import ModelNotFound, resolve_model
+from hardneg.models.device import pick_device
+from hardneg.models.load import load_backbone
+from hardneg.models.precision import autocast_dtype, resolve_precision
+from hardneg.models.resolve import resolve_model
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +124,8 @@ class Encoder:
         out = np.empty((len(unique), self.dim), dtype=np.float32)
         self.model.eval()
         use_cuda = str(self.device).startswith("cuda")
-        amp_dtype = torch.bfloat16 if (use_cuda and torch.cuda.is_bf16_supported()) else torch.float16
+        # precision 'auto': bf16 on CUDA (fp16 on a GPU without bf16), no autocast elsewhere
+        amp_dtype = autocast_dtype(resolve_precision("auto", torch.device(self.device))) or torch.float16
         bar = tqdm(total=len(order), desc=f"encode {self.name or 'model'}", unit="sent",
                    disable=not show_progress, leave=False)
         with torch.inference_mode(), torch.autocast("cuda", dtype=amp_dtype, enabled=use_cuda):
@@ -144,27 +148,6 @@ class Encoder:
 
 
 # -- loading ------------------------------------------------------------------------------------
-def _pick_device(device: str | None) -> str:
-    if device in (None, "auto"):
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} requested but CUDA is not available")
-    return str(device)
-
-
-def _load_hf(path: str, model_name: str):
-    from transformers import AutoModel, AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        model, info = AutoModel.from_pretrained(path, output_loading_info=True)
-    except OSError as exc:
-        raise ModelNotFound(
-            f"model {model_name!r}: cannot load it as a local folder or from the Hugging Face hub: {exc}"
-        ) from exc
-    return tokenizer, model, list(info.get("missing_keys", []))
-
-
 def _read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -247,7 +230,7 @@ def load_encoder(
     if max_length < 4:  # checked before a model folder's own setting can replace it
         raise ValueError(f"max_length must be >= 4 (got {max_length})")
     path = resolve_model(model, setting="model")
-    dev = _pick_device(device)
+    dev = str(pick_device(device))
     st_spec = None
     if Path(path, "modules.json").is_file():
         st_spec = _read_st_folder(Path(path))
@@ -275,7 +258,7 @@ def load_encoder(
         template = "sncse1"
     if template is not None:
         get_template(template)  # validates the name early
-    tokenizer, hf_model, missing = _load_hf(path, model)
+    tokenizer, hf_model, missing = load_backbone(model if st_spec is None else path, setting="model")
     st_modes: tuple[str, ...] = ()
     dense: list[_Dense] = []
     if st_spec is not None and not st_spec["hardneg"]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from hardneg.shards import atomic_path
+from hardneg.plotting import pyplot, save_png
 
 HARD_MIN_SCORE = 4.0   # SAN §5.2: similarity score of at least 4
 HARD_MAX_OVERLAP = 0.6  # ... and lexical overlap ratio below 0.6
@@ -21,26 +21,12 @@ def hard_pairs(predictions: pl.DataFrame) -> pl.DataFrame:
     return predictions.filter((pl.col("score") >= HARD_MIN_SCORE) & ((1.0 - pl.col("mer")) < HARD_MAX_OVERLAP))
 
 
-def _figure():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(plt, fig, out: str | Path) -> Path:
-    """Write ``fig`` as PNG atomically (no software/date metadata, so bytes are stable)."""
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return Path(out)
+DPI = 110  # the evaluation plots' resolution (the report's own figures use 100)
 
 
 def plot_cont_oppn(cont_oppn: Mapping, out: str | Path, title: str = "") -> Path:
     """Grouped bars: Spearman x100 on Cont. and Oppn. of every source + the weighted average."""
-    plt = _figure()
+    plt = pyplot()
     groups = list(cont_oppn["groups"])
     names = groups + ["weighted avg"]
     cont = [cont_oppn["groups"][g]["cont"]["spearman"] for g in groups] + [cont_oppn["weighted_average"]["cont"]]
@@ -54,12 +40,12 @@ def plot_cont_oppn(cont_oppn: Mapping, out: str | Path, title: str = "") -> Path
     ax.set_title(title or "Cont./Oppn. splits")
     ax.legend()
     fig.tight_layout()
-    return _save(plt, fig, out)
+    return save_png(fig, out, DPI)
 
 
 def plot_hard_pairs(curves: Mapping[str, pl.DataFrame], out: str | Path, bins: int = 25) -> Path:
     """Histogram (as density lines) of cosine on the hard pairs of each named predictions frame."""
-    plt = _figure()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     edges = np.linspace(0.0, 1.0, bins + 1)
     for label, preds in curves.items():
@@ -73,4 +59,4 @@ def plot_hard_pairs(curves: Mapping[str, pl.DataFrame], out: str | Path, bins: i
     ax.set_title("gold >= 4 and lexical overlap < 0.6")
     ax.legend()
     fig.tight_layout()
-    return _save(plt, fig, out)
+    return save_png(fig, out, DPI)

@@ -19,10 +19,10 @@ class MLMFiller:
 
     def __init__(self, name: str, device: str | None = None, batch_size: int = 32, top_k: int = 50,
                  max_length: int = 256) -> None:
-        from hardneg.augment.san.mask_predict import load_mlm
+        from hardneg.models.load import load_masked_lm
 
         self.name = name
-        self.tokenizer, self.model = load_mlm(name, device=device, setting="probe.mlm")
+        self.tokenizer, self.model = load_masked_lm(name, setting="probe.mlm", device=device)
         self.batch_size, self.top_k, self.max_length = batch_size, top_k, max_length
         self.mask = self.tokenizer.mask_token
         if self.mask is None:

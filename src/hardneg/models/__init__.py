@@ -1,4 +1,7 @@
-"""Resolve a model name the way users write it: a hub id, a local path, or an installed package."""
+"""Models, one home per concern: resolve a name (hub id, local path or installed package; here,
+torch-free), load it (``hardneg.models.load``), pick its device (``hardneg.models.device``) and its
+compute precision (``hardneg.models.precision``). The last three import torch, so they are
+imported from their modules, not re-exported here."""
 
 from hardneg.models.resolve import ModelNotFound, resolve_model
 

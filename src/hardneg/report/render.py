@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
+from hardneg.plotting import pyplot, save_png
 from hardneg.report.collect import STS_HEADERS, sts_columns
 from hardneg.shards.io import atomic_path
 
@@ -84,35 +85,23 @@ def write_page(path: str | Path, title: str, parts: list[str]) -> Path:
     return Path(path)
 
 
-def _figure():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+DPI = 100  # the report figures' resolution (the evaluation plots use 110)
 
 
-def _save(fig, path: str | Path) -> Path:
-    # Fixed metadata: the same data give the same PNG bytes.
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
-    _figure().close(fig)
-    return Path(path)
-
-
-def _empty(ax, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
-    ax.set_axis_off()
+def _save_empty(fig, path: str | Path, text: str) -> Path:
+    """Save a figure that has no data: ``text`` in its first panel, every panel blank."""
+    for k, ax in enumerate(fig.axes):
+        ax.text(0.5, 0.5, text if k == 0 else "", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+    return save_png(fig, path, DPI)
 
 
 def plot_sts(long: pl.DataFrame, path: str | Path) -> Path:
     """Grouped bars: Spearman ×100 per dataset and method, error bars = std over seeds."""
-    plt = _figure()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 4))
     if long.height == 0:
-        _empty(ax, "no STS results")
-        return _save(fig, path)
+        return _save_empty(fig, path, "no STS results")
     agg = long.group_by("method", "dataset").agg(
         pl.col("spearman").mean().alias("m"), pl.col("spearman").std(ddof=1).fill_null(0).alias("s"))
     datasets = sts_columns(agg["dataset"])  # the tables' column order
@@ -130,17 +119,16 @@ def plot_sts(long: pl.DataFrame, path: str | Path) -> Path:
     ax.margins(y=0.18)  # headroom: the legend does not cover the tallest bars
     ax.legend(fontsize=8, ncol=min(4, len(methods)), loc="upper right")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path, DPI)
 
 
 def plot_cont_oppn(long: pl.DataFrame, path: str | Path) -> Path:
     """Cont. vs Oppn. Spearman per method (weighted average over datasets; OssCSE Table 2)."""
-    plt = _figure()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.5))
     w = long.filter(pl.col("group") == "weighted")
     if w.height == 0:
-        _empty(ax, "no Cont./Oppn. results")
-        return _save(fig, path)
+        return _save_empty(fig, path, "no Cont./Oppn. results")
     agg = w.group_by("method", "part").agg(pl.col("spearman").mean().alias("m"),
                                            pl.col("spearman").std(ddof=1).fill_null(0).alias("s"))
     methods = sorted(set(agg["method"]), key=lambda m: (m != "baseline", m))
@@ -154,17 +142,15 @@ def plot_cont_oppn(long: pl.DataFrame, path: str | Path) -> Path:
     ax.set_title("Cont./Oppn. (weighted average)")
     ax.legend()
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path, DPI)
 
 
 def plot_curves(curves: pl.DataFrame, path: str | Path) -> Path:
     """Training loss and STS-B dev Spearman against step, one line per method/seed."""
-    plt = _figure()
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.5))
     if curves.height == 0:
-        _empty(ax1, "no training curves")
-        _empty(ax2, "")
-        return _save(fig, path)
+        return _save_empty(fig, path, "no training curves")
     for (method, seed), sub in curves.sort("step").group_by(["method", "seed"], maintain_order=True):
         tr = sub.filter((pl.col("kind") == "train") & pl.col("loss").is_not_null())
         ev = sub.filter((pl.col("kind") == "eval") & pl.col("stsb_dev").is_not_null())
@@ -174,21 +160,19 @@ def plot_curves(curves: pl.DataFrame, path: str | Path) -> Path:
     ax2.set(xlabel="step", ylabel="Spearman ×100", title="STS-B dev (model selection)")
     ax1.legend(fontsize=7)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path, DPI)
 
 
 def plot_benchmarks(bench: pl.DataFrame, path: str | Path) -> Path:
     """Wall time and peak memory per rule (summed / max over the rule's jobs)."""
-    plt = _figure()
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.5))
     if bench.height == 0:
-        _empty(ax1, "no benchmark files")
-        _empty(ax2, "")
-        return _save(fig, path)
+        return _save_empty(fig, path, "no benchmark files")
     agg = bench.group_by("rule").agg(pl.col("seconds").sum(), pl.col("max_rss_mb").max()).sort("rule")
     ax1.barh(agg["rule"], agg["seconds"].fill_null(0))
     ax1.set(xlabel="wall seconds (sum over jobs)", title="time per rule")
     ax2.barh(agg["rule"], agg["max_rss_mb"].fill_null(0), color="tab:orange")
     ax2.set(xlabel="peak RSS MB (max over jobs)", title="memory per rule")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path, DPI)

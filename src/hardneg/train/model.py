@@ -16,7 +16,7 @@ from torch import nn
 from hardneg.encoders import pool
 from hardneg.encoders.pooling import NEEDS_HIDDEN_STATES
 from hardneg.encoders.tokenize import PromptTokenizer
-from hardneg.models.resolve import resolve_model
+from hardneg.models.load import load_backbone
 
 
 class ContrastiveEncoder(nn.Module):
@@ -38,19 +38,7 @@ class ContrastiveEncoder(nn.Module):
         cls, name: str, pooler: str, max_length: int, mlp: bool, dropout: float | None = None,
         setting: str = "train.init_model",
     ) -> ContrastiveEncoder:
-        from transformers import AutoConfig, AutoModel, AutoTokenizer
-
-        path = resolve_model(name, setting=setting)
-        try:
-            config = AutoConfig.from_pretrained(path)
-            if dropout is not None:
-                for key in ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout"):
-                    if hasattr(config, key):
-                        setattr(config, key, dropout)
-            tokenizer = AutoTokenizer.from_pretrained(path)
-            backbone = AutoModel.from_pretrained(path, config=config)
-        except OSError as exc:
-            raise FileNotFoundError(f"{setting}: cannot load model {name!r}: {exc}") from exc
+        tokenizer, backbone, _ = load_backbone(name, setting=setting, dropout=dropout)
         if pooler == "cls" and getattr(backbone, "pooler", None) is None:
             raise ValueError(f"train setting 'pooler': 'cls' needs a pooler layer, {name!r} has none")
         if pooler != "cls" and getattr(backbone, "pooler", None) is not None:

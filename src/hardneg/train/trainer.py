@@ -24,7 +24,10 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from hardneg.encoders.tokenize import PromptTokenizer
-from hardneg.shards import atomic_path, write_json_atomic
+from hardneg.models.device import pick_device
+from hardneg.models.precision import autocast_dtype, resolve_precision
+from hardneg.plotting import pyplot, save_png
+from hardneg.shards import write_json_atomic
 from hardneg.train import distributed as D
 from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
 from hardneg.train.checkpoint import (
@@ -48,15 +51,6 @@ class TrainingDiverged(RuntimeError):
 
 
 # ----------------------------------------------------------------------------------------------
-def resolve_precision(precision: str, device: torch.device) -> torch.dtype | None:
-    """Autocast dtype: bf16 on CUDA when supported (else fp16), fp32 on CPU for 'auto'."""
-    if precision == "fp32" or (precision == "auto" and device.type != "cuda"):
-        return None
-    if precision == "auto":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
-
-
 def lr_lambda(total_steps: int, warmup_ratio: float) -> Callable[[int], float]:
     """Linear warm-up then linear decay to 0 (the transformers/SimCSE schedule)."""
     warmup = round(total_steps * warmup_ratio)
@@ -70,11 +64,7 @@ def lr_lambda(total_steps: int, warmup_ratio: float) -> Callable[[int], float]:
 
 
 def _plot_curve(metrics_path: Path, png: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     rows = [json.loads(x) for x in metrics_path.read_text().splitlines() if x.strip()]
     tr = [r for r in rows if r.get("kind") == "train"]
     ev = [r for r in rows if r.get("kind") == "eval"]
@@ -89,9 +79,7 @@ def _plot_curve(metrics_path: Path, png: Path) -> None:
     ax.set_title("training curve")
     fig.legend(loc="upper right")
     fig.tight_layout()
-    with atomic_path(png) as tmp:
-        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
-    plt.close(fig)
+    save_png(fig, png, dpi=100)
 
 
 # ---------------------------------------------------------------------------- GPU speed (issue 15)
@@ -229,7 +217,7 @@ def train(
     """
     s = settings
     info = D.init_distributed()
-    device = torch.device(f"cuda:{info.local_rank}" if torch.cuda.is_available() else "cpu")
+    device = pick_device(index=info.local_rank)  # cuda:<local rank> when CUDA is present, else cpu
     out_dir = Path(out_dir)
     fp = s.fingerprint(info.world_size)
     work = Path(work_dir) if work_dir else out_dir / f"work-{fp[:8]}"
@@ -273,7 +261,7 @@ def train(
     optimizer = torch.optim.AdamW(params, lr=s.lr, weight_decay=s.weight_decay,
                                   **({"fused": True} if device.type == "cuda" else {}))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(total_steps, s.warmup_ratio))
-    amp_dtype = resolve_precision(s.precision, device)
+    amp_dtype = autocast_dtype(resolve_precision(s.precision, device, setting="train.precision"))
     scaler = torch.amp.GradScaler(device.type, enabled=amp_dtype == torch.float16)
 
     # --- state, possibly restored from the last checkpoint ---------------------------------

@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hardneg.models import resolve_model
-
 log = logging.getLogger(__name__)
 
 Result = tuple[str | None, str | None]  # (translation, error)
@@ -42,18 +40,21 @@ class TransformersTranslator:
     _models: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        import torch
+        from hardneg.models.device import pick_device
 
-        if self.device is None:
-            self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = str(pick_device(self.device, setting="backtranslation.transformers.device"))
         if self.batch_size < 1 or self.num_beams < 1:
             raise ValueError("backtranslation.transformers: batch_size and num_beams must be >= 1")
 
     def _torch_dtype(self):
         import torch
 
-        if self.dtype == "auto":
-            return torch.bfloat16 if str(self.device).startswith("cuda") else torch.float32
+        from hardneg.models.precision import autocast_dtype, resolve_precision
+
+        if self.dtype == "auto":  # the SAN rule: bf16 on every GPU, fp32 elsewhere
+            name = resolve_precision("auto", torch.device(self.device), runs=("fp32", "bf16"),
+                                     setting="backtranslation.transformers.dtype")
+            return autocast_dtype(name) or torch.float32
         try:
             return getattr(torch, self.dtype)
         except AttributeError:
@@ -64,16 +65,9 @@ class TransformersTranslator:
     def load(self, name: str) -> tuple[Any, Any]:
         """Tokenizer and model for ``name`` (cached; eval mode, on the device)."""
         if name not in self._models:
-            from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+            from hardneg.models.load import load_seq2seq
 
-            path = resolve_model(name, setting="backtranslation.pivots")
-            try:
-                tok = AutoTokenizer.from_pretrained(path)
-                model = AutoModelForSeq2SeqLM.from_pretrained(path, dtype=self._torch_dtype())
-            except OSError as exc:
-                raise ValueError(
-                    f"backtranslation.pivots: cannot load translation model '{name}': {exc}"
-                ) from None
+            tok, model = load_seq2seq(name, setting="backtranslation.pivots", dtype=self._torch_dtype())
             model.to(self.device).eval()
             self._models[name] = (tok, model)
         return self._models[name]

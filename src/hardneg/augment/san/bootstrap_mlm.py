@@ -24,7 +24,8 @@ import torch
 from tqdm.auto import tqdm
 
 from hardneg.augment.san.lexicon import special_ids
-from hardneg.models.resolve import resolve_model
+from hardneg.models.device import pick_device
+from hardneg.models.load import load_masked_lm
 from hardneg.shards import read_shard, write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -125,22 +126,18 @@ def evaluate_mlm(model, tok, seqs: list[list[int]], special: torch.Tensor, unigr
 
 def bootstrap_mlm(corpus_paths: Sequence[str | Path], out_dir: str | Path, cfg: BootstrapConfig, device: str | None = None) -> dict:
     """Train the MLM head on the corpus shards; write the model folder and ``metrics.json``."""
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     torch.manual_seed(cfg.seed)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    where = resolve_model(cfg.base, setting="bootstrap_mlm.base")
-    tok = AutoTokenizer.from_pretrained(where)
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the new head's "newly initialized" warning is expected
-    try:
-        model = AutoModelForMaskedLM.from_pretrained(where)
+    try:  # after the seed: the new head's initial weights are drawn here
+        tok, model = load_masked_lm(cfg.base, setting="bootstrap_mlm.base", device=device)
     finally:
         hf_logging.set_verbosity(verbosity)
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    model.to(dev)
+    dev = pick_device(device)  # where load_masked_lm put the model
 
     ids_all: list[int] = []
     texts: list[str] = []

@@ -38,7 +38,8 @@ from hardneg.augment.quality import (
     output_reason,
     unk_reason,
 )
-from hardneg.models.resolve import resolve_model
+from hardneg.models.load import load_masked_lm
+from hardneg.models.precision import resolve_precision
 from hardneg.shards import write_shard
 
 log = logging.getLogger(__name__)
@@ -111,35 +112,6 @@ class SanConfig:
 # ---------------------------------------------------------------- model
 
 
-def pick_device(device: str | None = None) -> torch.device:
-    if device:
-        return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def load_mlm(name: str, device: str | None = None, setting: str = "san.mlm"):
-    """(tokenizer, model) for a Hugging Face masked LM given by hub id, path or package."""
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
-
-    where = resolve_model(name, setting=setting)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(where)
-        model = AutoModelForMaskedLM.from_pretrained(where)
-    except OSError as exc:
-        raise FileNotFoundError(f"{setting}: cannot load masked LM '{name}': {exc}") from exc
-    model.eval().to(pick_device(device))
-    return tokenizer, model
-
-
-def resolve_precision(precision: str, device: torch.device) -> str:
-    """The compute precision ``auto`` stands for on ``device`` (recorded in the shard stats)."""
-    if precision == "auto":
-        return "bf16" if device.type == "cuda" else "fp32"
-    if precision == "bf16" and device.type == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
-        log.warning("san.precision=bf16 on a CPU without native bf16: emulated, slower than fp32")
-    return precision
-
-
 def _bf16_linears(model: torch.nn.Module) -> torch.nn.Module:
     """A copy whose Linear weights are stored in bf16: the values autocast would cast them to on
     every call, cast once (embeddings, LayerNorm and softmax keep float32; ties to the input
@@ -175,7 +147,8 @@ class MaskPredictor:
         self.tok = tokenizer
         self.cfg = cfg
         self.device = next(model.parameters()).device
-        self.precision = resolve_precision(cfg.precision, self.device)
+        self.precision = resolve_precision(cfg.precision, self.device, setting="san.precision",
+                                           runs=PRECISION[1:])  # SAN runs fp32 or bf16
         self.amp = self.precision == "bf16"  # autocast: LayerNorm/softmax stay float32
         self.model = _bf16_linears(model) if self.amp else model
         vocab_size = model.get_output_embeddings().weight.shape[0]
@@ -560,7 +533,7 @@ def augment_shard(
     if not in_path.exists():
         raise FileNotFoundError(f"input shard not found: {in_path}")
     _check_ids(in_path)
-    tokenizer, model = load_mlm(mlm, device=device)
+    tokenizer, model = load_masked_lm(mlm, setting="san.mlm", device=device)
     lexicon = load_lexicon(lexicon_path, tokenizer=tokenizer, mlm_name=f"san.mlm '{mlm}'")
     predictor = MaskPredictor(model, tokenizer, lexicon.get_column("mask_prob").to_numpy(), cfg)
     del model  # the predictor holds what it runs (a bf16 copy when precision is bf16)

@@ -31,13 +31,11 @@ def run_lexicon(
     package:NAME) with the ``lexicon`` config section ``settings`` (schema defaults filled in);
     write it and its manifest to ``out_path``; return the manifest's ``extra`` record. ``setting``
     names ``tokenizer``'s source in errors (the config key or the CLI option)."""
-    from transformers import AutoTokenizer
-
     from hardneg.augment.san import lexicon as lx
-    from hardneg.models.resolve import resolve_model
+    from hardneg.models.load import load_tokenizer
 
     cfg = with_defaults("lexicon", dict(settings or {}))
-    tok = AutoTokenizer.from_pretrained(resolve_model(tokenizer, setting=setting))
+    tok = load_tokenizer(tokenizer, setting=setting)
     mode = cfg["mode"]
     nlp = None if mode == "file" else lx.load_spacy(cfg["spacy_model"])
     texts = None
