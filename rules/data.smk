@@ -15,11 +15,11 @@ rule download:
         filename=r"[^/]+(?<!\.manifest\.json)",
     params:
         url=lambda wc: config["data"]["base_url"] + wc.filename,
-        mirror=config.get("mirror"),
-        sha256=lambda wc: config["data"].get("sha256", {}).get(wc.filename),
-        retries=config["data"].get("retries", 5),
-        backoff_s=config["data"].get("backoff_s", 2.0),
-        timeout_s=config["data"].get("timeout_s", 60),
+        mirror=config["mirror"],
+        sha256=lambda wc: config["data"]["sha256"].get(wc.filename),  # no sum given: None
+        retries=config["data"]["retries"],
+        backoff_s=config["data"]["backoff_s"],
+        timeout_s=config["data"]["timeout_s"],
         code=code_version("hardneg.data.download"),
     conda:
         CONDA_ENV

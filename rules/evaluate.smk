@@ -42,12 +42,12 @@ rule evaluate:
     params:
         model=lambda wc, input: _eval_model_params(wc, input),
         cfg={k: v for k, v in _EVAL_CFG.items() if k not in ("splits", "probe", "batch_size", "device")},
-        batch_size=_EVAL_CFG.get("batch_size", 128),
-        device=_EVAL_CFG.get("device"),
+        batch_size=_EVAL_CFG["batch_size"],
+        device=_EVAL_CFG["device"],
         code=code_version("hardneg.evaluate", "hardneg.encoders", "hardneg.data.senteval"),
     threads: 2
     resources:
-        gpu=1 if _EVAL_CFG.get("device") not in (None, "cpu") and str(_EVAL_CFG.get("device")).startswith("cuda") else 0,
+        gpu=1 if str(_EVAL_CFG["device"]).startswith("cuda") else 0,
         mem_mb=6000,
         runtime=60,
     conda:

@@ -18,9 +18,9 @@ torch.set_num_threads(max(1, snakemake.threads))
 raw = dict(snakemake.params.cfg)
 raw.pop("mlm", None)
 raw.pop("chunk_rows", None)  # keyed (san_key) but an augment_shard argument, not a SanConfig field
-unkeyed = snakemake.config.get("san", {})  # batch_size, chunk_rows: keyed unless fp32 (san_key)
-cfg = SanConfig.from_dict({**raw, "seed": snakemake.params.seed, "batch_size": unkeyed.get("batch_size", 64)})
-chunk_rows = unkeyed.get("chunk_rows", 8192)
+# batch_size, chunk_rows: keyed unless fp32 (san_key); params that never trigger a re-run (rules/san.smk)
+cfg = SanConfig.from_dict({**raw, "seed": snakemake.params.seed, "batch_size": snakemake.params.batch_size})
+chunk_rows = snakemake.params.chunk_rows
 negation = snakemake.input.negation[0] if snakemake.input.negation else None
 stats = augment_shard(
     snakemake.input.shard, snakemake.output.shard, snakemake.params.mlm, snakemake.input.lexicon, cfg,
