@@ -20,11 +20,13 @@ wildcard_constraints:
 
 
 include: "rules/common.smk"
+include: "rules/functions/paths.smk"  # every stage's output paths, before any rule file
 include: "rules/data.smk"
 include: "rules/evaluate.smk"
 include: "rules/probe.smk"
 include: "rules/san.smk"
-include: "rules/osscse.smk"
+include: "rules/negation.smk"
+include: "rules/backtranslation.smk"
 include: "rules/train.smk"
 include: "rules/report.smk"
 

@@ -1,4 +1,5 @@
-# Shared helpers: config validation, parameter-keyed paths, code versions, target registry.
+# Shared helpers: config validation (schema defaults filled in), code versions, target registry.
+# Output paths: rules/functions/paths.smk.
 import hashlib
 import importlib.util
 import os
@@ -72,12 +73,3 @@ def file_sha256(path):
         raise WorkflowError(f"config names {path}, which does not exist")
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
-
-def corpus_tag():
-    c = config["corpus"]
-    src = Path(config["data"]["corpus_file"]).stem
-    return f"{src}-n{c['max_sentences']}-ss{c['shard_size']}" + ("" if c.get("dedupe", True) else "-nodedupe")
-
-
-CORPUS_DIR = f"results/corpus/{corpus_tag()}"
-SENTEVAL_DIR = "data/senteval"

@@ -15,12 +15,12 @@ rule download:
         filename=r"[^/]+(?<!\.manifest\.json)",
     params:
         url=lambda wc: config["data"]["base_url"] + wc.filename,
-        mirror=config.get("mirror"),
-        sha256=lambda wc: config["data"].get("sha256", {}).get(wc.filename),
-        retries=config["data"].get("retries", 5),
-        backoff_s=config["data"].get("backoff_s", 2.0),
-        timeout_s=config["data"].get("timeout_s", 60),
-        code=code_version("hardneg.data.download"),
+        mirror=config["mirror"],
+        sha256=lambda wc: config["data"]["sha256"].get(wc.filename),  # no sum given: None
+        retries=config["data"]["retries"],
+        backoff_s=config["data"]["backoff_s"],
+        timeout_s=config["data"]["timeout_s"],
+        code=code_version("hardneg.data.download", "hardneg.data.run"),
     conda:
         CONDA_ENV
     log:
@@ -56,7 +56,7 @@ rule prepare_corpus:
         manifest=f"{CORPUS_DIR}/manifest.json",
     params:
         corpus=config["corpus"],
-        code=code_version("hardneg.data.corpus", "hardneg.data.leakage", "hardneg.shards"),
+        code=code_version("hardneg.data.corpus", "hardneg.data.leakage", "hardneg.data.run", "hardneg.shards"),
     conda:
         CONDA_ENV
     log:

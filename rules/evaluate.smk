@@ -20,7 +20,7 @@ rule cont_oppn_splits:
         stats=f"{SPLITS_DIR}/stats.json",
     params:
         cfg=_SPLITS_CFG,
-        code=code_version("hardneg.evaluate.splits", "hardneg.data.senteval", "hardneg.text.mer"),
+        code=code_version("hardneg.evaluate.splits", "hardneg.evaluate.run", "hardneg.data.senteval", "hardneg.text.mer"),
     conda:
         CONDA_ENV
     log:
@@ -42,12 +42,12 @@ rule evaluate:
     params:
         model=lambda wc, input: _eval_model_params(wc, input),
         cfg={k: v for k, v in _EVAL_CFG.items() if k not in ("splits", "probe", "batch_size", "device")},
-        batch_size=_EVAL_CFG.get("batch_size", 128),
-        device=_EVAL_CFG.get("device"),
-        code=code_version("hardneg.evaluate", "hardneg.encoders", "hardneg.data.senteval"),
+        batch_size=_EVAL_CFG["batch_size"],
+        device=_EVAL_CFG["device"],
+        code=code_version("hardneg.evaluate", "hardneg.encoders", "hardneg.models", "hardneg.data.senteval"),
     threads: 2
     resources:
-        gpu=1 if _EVAL_CFG.get("device") not in (None, "cpu") and str(_EVAL_CFG.get("device")).startswith("cuda") else 0,
+        gpu=1 if str(_EVAL_CFG["device"]).startswith("cuda") else 0,
         mem_mb=6000,
         runtime=60,
     conda:
@@ -69,7 +69,7 @@ rule evaluate_plots:
         cont_oppn=f"{EVAL_DIR}/plots/cont_oppn.png",
         hard_pairs=f"{EVAL_DIR}/plots/hard_pairs.png",
     params:
-        code=code_version("hardneg.evaluate.plots"),
+        code=code_version("hardneg.evaluate.plots", "hardneg.evaluate.run", "hardneg.plotting"),
     conda:
         CONDA_ENV
     log:

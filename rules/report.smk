@@ -9,9 +9,6 @@ localrules:
     report_tables,
 
 
-REPORT_DIR = f"results/report/{config['experiment']}"
-
-
 rule report_tables:
     """STS table (mean ± std over seeds), Cont./Oppn., training curves, augmentation examples and
     statistics, rule benchmarks: files for the HTML report."""
@@ -30,8 +27,8 @@ rule report_tables:
     params:
         experiment=config["experiment"],
         bench_dir=BENCH,
-        examples=config.get("report", {}).get("examples", 5),
-        code=code_version("hardneg.report"),
+        examples=config["report"]["examples"],
+        code=code_version("hardneg.report", "hardneg.plotting"),
     log:
         f"{LOGS}/report_tables/{config['experiment']}.log",
     conda:

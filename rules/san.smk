@@ -8,16 +8,16 @@ include: "functions/san.smk"
 rule lexicon:
     """One POS tag, Table 2 score and masking probability per vocabulary id of the MLM's tokenizer."""
     input:
-        corpus=expand(f"{CORPUS_DIR}/shard-{{shard}}.parquet", shard=SHARDS) if _LEX_CFG.get("mode") == "corpus" else [],
-        reference=[_LEX_CFG["reference"]] if _LEX_CFG.get("reference") else [],
-        tags_file=[_LEX_CFG["file"]] if _LEX_CFG.get("mode") == "file" else [],
+        corpus=expand(f"{CORPUS_DIR}/shard-{{shard}}.parquet", shard=SHARDS) if _LEX_CFG["mode"] == "corpus" else [],
+        reference=[_LEX_CFG["reference"]] if _LEX_CFG["reference"] else [],
+        tags_file=[_LEX_CFG["file"]] if _LEX_CFG["mode"] == "file" else [],
     output:
         lexicon=LEXICON,
         manifest=f"{LEXICON}.manifest.json",
     params:
         cfg=_LEX_CFG,
         tokenizer=_LEX_TOKENIZER,
-        code=code_version("hardneg.augment.san.lexicon"),
+        code=code_version("hardneg.augment.san.lexicon", "hardneg.augment.san.run", "hardneg.models"),
     threads: 1
     resources:
         mem_mb=3000,
@@ -41,8 +41,8 @@ rule bootstrap_mlm:
     params:
         cfg={k: v for k, v in _BOOT_CFG.items() if k != "threads"},
         seed=config["seed"],
-        code=code_version("hardneg.augment.san.bootstrap_mlm"),
-    threads: _BOOT_CFG.get("threads", 2)
+        code=code_version("hardneg.augment.san.bootstrap_mlm", "hardneg.augment.san.run", "hardneg.models"),
+    threads: _BOOT_CFG["threads"]
     resources:
         mem_mb=6000,
         runtime=120,
@@ -67,17 +67,21 @@ rule san:
         shard=san_shard("{shard}"),
         stats=san_shard("{shard}").replace(".parquet", ".json"),
     params:
-        # settings that do not change the output (threads, gpus; batch_size, chunk_rows in fp32) are
-        # read from config by the script, so changing them re-runs nothing (hardneg.augment.san.key)
+        # the settings that change the output (hardneg.augment.san.key); threads and gpus never do
         cfg=_SAN_KEYED,
+        # keyed only when they can change the output (not in fp32): derived params, which do not
+        # trigger a re-run (rules/functions/san.smk)
+        batch_size=san_batch_size,
+        chunk_rows=san_chunk_rows,
         mlm=_MLM,
         seed=config["seed"],
         code=code_version(
-            "hardneg.augment.san.mask_predict", "hardneg.augment.san.rng", "hardneg.augment.quality", "hardneg.augment.san.lexicon"
+            "hardneg.augment.san.mask_predict", "hardneg.augment.san.rng", "hardneg.augment.quality",
+            "hardneg.augment.san.lexicon", "hardneg.augment.san.run", "hardneg.models",
         ),
-    threads: _SAN_CFG.get("threads", 2)
+    threads: _SAN_CFG["threads"]
     resources:
-        gpu=_SAN_CFG.get("gpus", 1),
+        gpu=_SAN_CFG["gpus"],
         mem_mb=8000,
         runtime=240,
     conda:

@@ -18,13 +18,13 @@ rule train:
         method="|".join(TRAIN_METHODS),
     params:
         settings=lambda wc: train_settings(wc.method, wc.seed, wc.experiment).to_dict(),
-        nproc_per_node=_TRAIN_CFG.get("nproc_per_node", 1),
-        code=code_version("hardneg.train", "hardneg.encoders", "hardneg.evaluate.sts"),
-    threads: _TRAIN_CFG.get("threads", 2)
+        nproc_per_node=_TRAIN_CFG["nproc_per_node"],
+        code=code_version("hardneg.train", "hardneg.encoders", "hardneg.models", "hardneg.plotting", "hardneg.evaluate.sts"),
+    threads: _TRAIN_CFG["threads"]
     resources:
-        gpu=_TRAIN_CFG.get("gpus", 1),
-        runtime=_TRAIN_CFG.get("runtime", 600),
-        mem_mb=_TRAIN_CFG.get("mem_mb", 32000),
+        gpu=_TRAIN_CFG["gpus"],
+        runtime=_TRAIN_CFG["runtime"],
+        mem_mb=_TRAIN_CFG["mem_mb"],
     conda:
         CONDA_ENV
     log:

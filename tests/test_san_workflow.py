@@ -1,5 +1,6 @@
 """The SAN rules run for real by Snakemake (lexicon, bootstrap_mlm, san) on two small corpus
-shards, one empty; a batch-size change re-runs nothing, an iteration change re-runs only san."""
+shards, one empty; a thread change re-runs nothing, a batch-size change re-runs only san (nothing
+in fp32), an iteration change re-runs only san."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ def test_san_rules_end_to_end(tmp_path, tiny_mlm_dir, mirror_dir, shared_dir):
     assert san.row(11, named=True)["reason"] == "input:empty"
     stats = json.loads((san_dir / "shard-000.json").read_text())
     assert stats["rows"] == 12 == sum(stats["status"].values())
+    assert stats["config"]["batch_size"] == 3  # san.batch_size reaches the script (a rule param)
     assert pl.read_parquet(san_dir / "shard-001.parquet").height == 0
     lex = next((tmp_path / "results/lexicon").iterdir()) / "lexicon.parquet.manifest.json"
     assert json.loads(lex.read_text())["reference_comparison"]["probe"]["the"]["reference"] == "PRON"
@@ -79,3 +81,14 @@ def test_san_rules_end_to_end(tmp_path, tiny_mlm_dir, mirror_dir, shared_dir):
     out = plan.stdout + plan.stderr
     assert plan.returncode == 0, out[-3000:]
     assert "rule san:" in out and "rule lexicon:" not in out and "rule bootstrap_mlm:" not in out
+
+    # fp32: batch size and chunking are not keyed (hardneg.augment.san.key) and reach the script as
+    # params derived from the output, which Snakemake's params trigger skips: changing them re-runs nothing
+    fp = tmp_path / "fp32.yaml"
+    fp.write_text("san:\n  precision: fp32\n")
+    run = smk(tmp_path, *configs, str(fp), "--allowed-rules", *RULES, "--cores", "2", "san_all")
+    assert run.returncode == 0, run.stderr[-4000:]
+    fp_bs = tmp_path / "fp32-bs.yaml"
+    fp_bs.write_text("san:\n  precision: fp32\n  batch_size: 5\n  chunk_rows: 7\n")
+    again = smk(tmp_path, *configs, str(fp_bs), "--allowed-rules", *RULES, "-n", "san_all")
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout[-3000:]

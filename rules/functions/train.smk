@@ -1,12 +1,10 @@
-# Helpers and settings for rules/train.smk (kept apart: Snakemake's lint wants
-# functions out of files with rules).
+# Helpers for rules/train.smk (kept apart: Snakemake's lint wants functions out of files with
+# rules). Paths and settings: rules/functions/paths.smk.
 
 from hardneg.train.presets import METHODS as TRAIN_METHODS, settings_from_config
 
-_TRAIN_CFG = config.get("train", {})
-TRAIN_DIR = "results/train/{experiment}/{method}/seed{seed}"
-# column a method needs -> the helper (defined by rules/san.smk, rules/osscse.smk) giving its shard
-_AUG_HELPERS = {"san": "san_shard", "negation": "negation_shard", "paraphrase": "paraphrase_shard"}
+# column a method needs -> the path helper (rules/functions/paths.smk) giving its shard
+_AUG_SHARD = {"san": san_shard, "negation": negation_shard, "paraphrase": paraphrase_shard}
 
 
 def train_settings(method, seed, experiment=None):
@@ -29,7 +27,8 @@ def _teacher_model(method, seed, experiment, i, t):
         raise WorkflowError(f"train (method {method}): train setting 'teachers[{i}]': method {t['method']!r} is "
                             f"not a preset (known: {', '.join(TRAIN_METHODS)})")
     exp = experiment or config["experiment"]
-    model = f"{TRAIN_DIR}/model".format(experiment=exp, method=t["method"], seed=t.get("seed", seed))
+    teacher_seed = t["seed"] if "seed" in t else seed  # a teacher's own seed, else the run's
+    model = f"{train_dir(exp, t['method'], teacher_seed)}/model"
     return {**t, "model": model}
 
 
@@ -44,25 +43,11 @@ def _train_inputs(wc):
         if "method" in t:
             inputs[f"teacher{i}"] = t["model"]
     for col in s.needed_columns():
-        helper = globals().get(_AUG_HELPERS[col])
-        if helper is None:
-            raise WorkflowError(f"train method {wc.method} needs column '{col}', but {_AUG_HELPERS[col]}() "
-                                f"is not defined: include the rule file that makes it")
-        inputs[col] = [helper(shard) for shard in SHARDS]
+        inputs[col] = [_AUG_SHARD[col](shard) for shard in SHARDS]
     return inputs
 
 
 @register_targets
 def _train_targets():
-    """Every method x seed of train.methods / train.seeds: its evaluation (or, without the
-    evaluate rule, the trained model itself)."""
-    exp = config["experiment"]
-    have_eval = "eval_targets" in globals()
-    out = []
-    for method in _TRAIN_CFG.get("methods", []):
-        for seed in _TRAIN_CFG.get("seeds", [config["seed"]]):
-            if have_eval:
-                out.append(eval_targets(exp, method, seed))
-            else:
-                out.append(f"results/train/{exp}/{method}/seed{seed}/summary.json")
-    return out
+    """The evaluation of every method x seed of train.methods / train.seeds."""
+    return [eval_targets(config["experiment"], method, seed) for method, seed in train_runs()]

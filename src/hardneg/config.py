@@ -79,12 +79,35 @@ def load_schema(schema_path: str | Path = SCHEMA_PATH) -> dict:
     return load_yaml(schema_path)
 
 
+def fill_defaults(config: dict, schema: dict) -> dict:
+    """Fill the schema's ``default`` values into ``config`` in place (the one source of defaults).
+
+    A missing key with a ``default`` gets a copy of it; a missing section (a property of type
+    ``object`` with ``properties``) is created and filled too, so a config that leaves out a whole
+    section still reaches the rules complete (its required keys are then reported by validation).
+    Values of the wrong type are left alone for validation to report."""
+    for key, sub in (schema.get("properties") or {}).items():
+        if key not in config:
+            if "default" in sub:
+                config[key] = copy.deepcopy(sub["default"])
+            elif sub.get("type") == "object" and "properties" in sub:
+                config[key] = {}
+        if isinstance(config.get(key), dict) and sub.get("properties"):
+            fill_defaults(config[key], sub)
+    return config
+
+
 def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
-    """Validate ``config`` and fill schema defaults; raise ConfigError listing every problem."""
+    """Fill schema defaults into ``config`` (in place), validate it, and check the rules between
+    fields that JSON Schema cannot state; raise ConfigError listing every problem."""
     schema = load_schema(schema_path)
+    if isinstance(config, dict):
+        fill_defaults(config, schema)
     validator = Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     problems = [_describe(e) for e in errors] + _value_errors(config)
+    if not problems:  # cross-field rules assume a schema-valid config
+        problems = _cross_field_errors(config)
     if problems:
         lines = "\n  - ".join(problems)
         raise ConfigError(f"invalid configuration:\n  - {lines}")
@@ -109,6 +132,31 @@ def _value_errors(node: Any, path: str = "") -> list[str]:
     elif isinstance(node, list):
         for i, value in enumerate(node):
             out += _value_errors(value, f"{path}[{i}]")
+    return out
+
+
+def _cross_field_errors(config: dict) -> list[str]:
+    """Rules between settings that the stages would otherwise enforce only when their job runs."""
+    out: list[str] = []
+    lex = config.get("lexicon") or {}
+    if lex.get("mode") == "file" and not lex.get("file"):
+        out.append("'lexicon.file': lexicon.mode 'file' needs lexicon.file "
+                   "(a one-tag-per-line file, e.g. SAN's vocab_pos_end.txt)")
+    pivots = (config.get("backtranslation") or {}).get("pivots") or []
+    names = [p.get("name") for p in pivots if isinstance(p, dict)]
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        out.append(f"'backtranslation.pivots': pivot name(s) {dups} occur more than once "
+                   f"(names: {names}); each names its output column")
+    if "negation" in config:
+        # the negation stage's own rule (rules: sncse takes no root-only filter, spacing: joined
+        # only with sncse), checked here so it fails before any job runs
+        from hardneg.augment.negation.negate import NegationConfig
+
+        try:
+            NegationConfig.from_dict(config["negation"])
+        except (ValueError, TypeError) as exc:
+            out.append(f"'negation': {exc}")
     return out
 
 

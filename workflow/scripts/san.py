@@ -11,10 +11,10 @@ if snakemake.resources.get("gpu", 0):  # one device per job on a multi-GPU machi
 
 from hardneg.augment.san.run import run_san  # noqa: E402
 
-unkeyed = snakemake.config.get("san", {})  # batch_size, chunk_rows: keyed unless fp32 (san_key)
+# batch_size, chunk_rows: keyed unless fp32 (hardneg.augment.san.key); params that never trigger a re-run (rules/san.smk)
 run_san(
     snakemake.input.shard, snakemake.output.shard, snakemake.params.mlm, snakemake.input.lexicon,
-    dict(snakemake.params.cfg), seed=snakemake.params.seed, batch_size=unkeyed.get("batch_size", 64),
-    chunk_rows=unkeyed.get("chunk_rows", 8192), stats_out=snakemake.output.stats,
+    dict(snakemake.params.cfg), seed=snakemake.params.seed, batch_size=snakemake.params.batch_size,
+    chunk_rows=snakemake.params.chunk_rows, stats_out=snakemake.output.stats,
     negation=snakemake.input.negation[0] if snakemake.input.negation else None, threads=snakemake.threads,
 )  # fmt: skip

@@ -31,8 +31,8 @@ log = logging.getLogger(__name__)
 # column -> (shard kind, the rule (file) that produces it)
 SOURCES: dict[str, tuple[str, str]] = {
     "san": ("san", "the SAN augmentation rule in rules/san.smk (helper san_shard)"),
-    "negation": ("negation", "the negation rule in rules/osscse.smk (helper negation_shard)"),
-    "paraphrase": ("paraphrase", "the back-translation rule in rules/osscse.smk (helper paraphrase_shard)"),
+    "negation": ("negation", "the negation rule in rules/negation.smk (helper negation_shard)"),
+    "paraphrase": ("paraphrase", "the back-translation rule in rules/backtranslation.smk (helper paraphrase_shard)"),
 }
 
 

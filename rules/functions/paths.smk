@@ -1,0 +1,137 @@
+# Every stage's output paths, in one place (included before any rule file, so rule files never
+# probe each other). Outputs are keyed by the parameters that change them: a key is a short hash
+# of the stage's settings minus those that never change a byte (threads, batch sizes, ...).
+# The config is complete here: hardneg.config.validate filled the schema's defaults.
+
+from hardneg.augment.san.key import keyed_settings as _san_keyed_settings
+
+# --- data (rules/data.smk)
+SENTEVAL_DIR = "data/senteval"
+
+
+def corpus_tag():
+    c = config["corpus"]
+    src = Path(config["data"]["corpus_file"]).stem
+    dedupe = "" if c["dedupe"] else "-nodedupe"
+    return f"{src}-n{c['max_sentences']}-ss{c['shard_size']}{dedupe}"
+
+
+CORPUS_DIR = f"results/corpus/{corpus_tag()}"
+
+
+def corpus_shard(shard):
+    """Corpus shard NNN (contract path)."""
+    return f"{CORPUS_DIR}/shard-{shard}.parquet"
+
+
+# --- SAN (rules/san.smk): lexicon, bootstrap MLM, mask-predict shards
+_LEX_CFG = config["lexicon"]
+_SAN_CFG = config["san"]
+_BOOT_CFG = config["bootstrap_mlm"]
+_SAN_KEYED = _san_keyed_settings(_SAN_CFG)  # batch_size, chunk_rows keyed unless precision is fp32
+_USE_BOOTSTRAP = _SAN_CFG["mlm"] == "bootstrap"
+_BOOT_KEY = f"boot-{short_hash({k: v for k, v in _BOOT_CFG.items() if k != 'threads'} | {'seed': config['seed']})}"
+BOOTSTRAP_MLM_DIR = f"results/mlm/{corpus_tag()}/{_BOOT_KEY}"
+# The lexicon depends on the MLM's tokenizer: a bootstrap MLM shares its base encoder's tokenizer,
+# so the lexicon never waits for (or re-runs after) MLM training.
+_LEX_TOKENIZER = _BOOT_CFG["base"] if _USE_BOOTSTRAP else _SAN_CFG["mlm"]
+_LEX_KEYED = {k: v for k, v in _LEX_CFG.items() if k != "reference"} | {"tokenizer": _LEX_TOKENIZER}
+if _LEX_CFG["mode"] == "corpus":
+    _LEX_KEYED["corpus"] = corpus_tag()
+if _LEX_CFG["mode"] == "file":
+    # keyed by the file's content, not its path: an edited file re-runs the rule
+    # (lexicon.file is there: hardneg.config checks it for mode 'file')
+    _LEX_KEYED["file"] = file_sha256(_LEX_CFG["file"])
+_LEX_KEY = f"{_LEX_CFG['mode']}-{short_hash(_LEX_KEYED)}"
+LEXICON = f"results/lexicon/{_LEX_KEY}/lexicon.parquet"
+_MLM = BOOTSTRAP_MLM_DIR if _USE_BOOTSTRAP else _SAN_CFG["mlm"]
+_SAN_KEY = "k{}-{}".format(
+    _SAN_CFG["iterations"],
+    short_hash(_SAN_KEYED | {"mlm": _BOOT_KEY if _USE_BOOTSTRAP else _MLM, "lexicon": _LEX_KEY, "seed": config["seed"]}),
+)
+
+
+def san_shard(shard):
+    """SAN shard for a corpus shard, for the configured parameters (contract path)."""
+    return f"results/augment/san/{corpus_tag()}/{_SAN_KEY}/shard-{shard}.parquet"
+
+
+# --- negation (rules/negation.smk)
+_NEG_CFG = config["negation"]
+_NEG_KEY = f"neg-{short_hash({k: v for k, v in _NEG_CFG.items() if k not in ('batch_size', 'n_process')})}"
+
+
+def negation_shard(shard):
+    """Negation shard for a corpus shard (contract path)."""
+    return f"results/augment/negation/{corpus_tag()}/{_NEG_KEY}/shard-{shard}.parquet"
+
+
+# --- back-translation and paraphrase selection (rules/backtranslation.smk)
+_BT_CFG = config["backtranslation"]
+_PARA_CFG = config["paraphrase"]
+_BT_KEY = "{}-{}-{}".format(
+    _BT_CFG["backend"],
+    "_".join(p["name"] for p in _BT_CFG["pivots"]),
+    short_hash(
+        {
+            "backend": _BT_CFG["backend"],
+            "pivots": _BT_CFG["pivots"],
+            "max_chars": _BT_CFG["max_chars"],
+            "opts": {
+                k: v
+                for k, v in _BT_CFG[_BT_CFG["backend"]].items()
+                if k not in ("batch_size", "batch_lines", "timeout_s", "retries", "device")
+            },
+        }
+    ),
+)
+_PARA_KEY = f"{_BT_KEY}-mer{short_hash(_PARA_CFG)}"
+
+
+def bt_candidates_shard(shard):
+    """Every back-translation candidate of a corpus shard, before MER selection (contract path)."""
+    return f"results/augment/bt_candidates/{corpus_tag()}/{_BT_KEY}/shard-{shard}.parquet"
+
+
+def paraphrase_shard(shard):
+    """Back-translation shard with the selected paraphrase (contract path)."""
+    return f"results/augment/backtranslation/{corpus_tag()}/{_PARA_KEY}/shard-{shard}.parquet"
+
+
+# --- evaluation and probe (rules/evaluate.smk, rules/probe.smk)
+_EVAL_CFG = config["evaluate"]
+_SPLITS_CFG = _EVAL_CFG["splits"]
+_SPLITS_KEY = f"splits-{short_hash(_SPLITS_CFG)}"
+SPLITS_DIR = f"results/eval/splits/{_SPLITS_KEY}"
+EVAL_DIR = "results/eval/{experiment}/{method}/seed{seed}"
+_PROBE_CFG = config["probe"]
+
+
+def eval_targets(experiment, method, seed):
+    """sts.json of one experiment/method/seed (for other stages' target lists)."""
+    return f"{EVAL_DIR}/sts.json".format(experiment=experiment, method=method, seed=seed)
+
+
+def probe_target(experiment, method, seed):
+    """probe.json of one experiment/method/seed."""
+    return f"{EVAL_DIR}/probe.json".format(experiment=experiment, method=method, seed=seed)
+
+
+# --- training (rules/train.smk)
+_TRAIN_CFG = config["train"]
+TRAIN_DIR = "results/train/{experiment}/{method}/seed{seed}"
+
+
+def train_dir(experiment, method, seed):
+    """Folder of one trained method x seed (model/, metrics.jsonl, summary.json, curve.png)."""
+    return TRAIN_DIR.format(experiment=experiment, method=method, seed=seed)
+
+
+def train_runs():
+    """(method, seed) of every configured training run: train.methods x train.seeds."""
+    return [(m, s) for m in _TRAIN_CFG["methods"] for s in _TRAIN_CFG["seeds"]]
+
+
+# --- report (rules/report.smk)
+REPORT_DIR = f"results/report/{config['experiment']}"
+

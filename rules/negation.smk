@@ -1,0 +1,26 @@
+# Negation (OssCSE §4 Step 1, SNCSE's rule by default): one job per corpus shard; the output is keyed
+# by the settings that change it (not batch size or processes). Paths: rules/functions/paths.smk.
+
+
+rule negate:
+    """Negate every sentence of a corpus shard at its dependency ROOT (SNCSE rules)."""
+    input:
+        f"{CORPUS_DIR}/shard-{{shard}}.parquet",
+    output:
+        shard=negation_shard("{shard}"),
+        summary=negation_shard("{shard}").replace(".parquet", ".json"),
+    params:
+        cfg=_NEG_CFG,
+        code=code_version("hardneg.augment.negation"),
+    threads: _NEG_CFG["n_process"]
+    resources:
+        mem_mb=2000 * _NEG_CFG["n_process"],
+        runtime=60,
+    conda:
+        CONDA_ENV
+    log:
+        f"{LOGS}/negate/{corpus_tag()}/{_NEG_KEY}/shard-{{shard}}.log",
+    benchmark:
+        f"{BENCH}/negate/{corpus_tag()}/{_NEG_KEY}/shard-{{shard}}.tsv"
+    script:
+        "../workflow/scripts/negation.py"
