@@ -36,7 +36,7 @@ def load_old(rev: str) -> types.ModuleType:
         spec = importlib.util.spec_from_loader(name, loader=None)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod  # dataclasses look their module up
-        exec(compile(text, f"{rev}:{name}", "exec"), mod.__dict__)
+        exec(compile(text, f"{rev}:{name}", "exec"), mod.__dict__)  # noqa: S102 (our own code at rev)
         return mod
 
     module("hardneg_old_quality", source("src/hardneg/augment/quality.py"))
@@ -131,11 +131,11 @@ def host_rows(args, tok, probs, texts: list[str]) -> list[str]:
         digests[(label, workers)] = digest
         n = frame.height * k
 
-        def rate(t):
-            return "-" if t != t else f"{n / t:,.0f}"
+        def rate(t, n=n):
+            return "-" if np.isnan(t) else f"{n / t:,.0f}"
 
         def secs(t):
-            return "-" if t != t else f"{t:.2f}"
+            return "-" if np.isnan(t) else f"{t:.2f}"
 
         out.append(f"| {label} | {workers if label == 'new' else '- (in-thread)'} | {secs(t_pred)} | {secs(t_fin)} | "
                    f"{t_e2e:.2f} | {rate(t_pred)} | {rate(t_fin)} | {rate(t_e2e)} | {digest} |")

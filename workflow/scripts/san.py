@@ -25,5 +25,6 @@ negation = snakemake.input.negation[0] if snakemake.input.negation else None
 stats = augment_shard(
     snakemake.input.shard, snakemake.output.shard, snakemake.params.mlm, snakemake.input.lexicon, cfg,
     negation_path=negation, chunk_rows=chunk_rows, progress=False,
+    finish_workers=unkeyed.get("finish_workers", 0),
 )  # fmt: skip
 write_json_atomic({"config": cfg.as_dict(), "mlm": snakemake.params.mlm, **stats}, snakemake.output.stats)

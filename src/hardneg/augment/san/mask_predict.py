@@ -536,8 +536,10 @@ def augment_shard(
     device: str | None = None,
     chunk_rows: int = 8192,
     progress: bool = True,
+    finish_workers: int = 0,
 ) -> dict:
-    """Augment one corpus shard (streamed in chunks) and write the SAN shard; returns stats."""
+    """Augment one corpus shard (streamed in chunks) and write the SAN shard; returns stats.
+    ``finish_workers``: processes that decode, filter and build the rows (``augment_chunks``)."""
     in_path = Path(in_path)
     if not in_path.exists():
         raise FileNotFoundError(f"input shard not found: {in_path}")
@@ -553,7 +555,8 @@ def augment_shard(
         from hardneg.shards import read_shard
 
         negation = read_shard(negation_path, columns=["id", "negation"])
-    parts = augment_chunks(_iter_input(in_path, chunk_rows), predictor, negation=negation, progress=progress)
+    parts = augment_chunks(_iter_input(in_path, chunk_rows), predictor, negation=negation, progress=progress,
+                           finish_workers=finish_workers)  # fmt: skip
     out = pl.concat(parts) if parts else augment_frame(pl.DataFrame({"id": pl.Series([], dtype=pl.Int64), "text": pl.Series([], dtype=pl.String)}), predictor)
     write_shard(out, out_path)
     stats = {**shard_stats(out), "device": str(predictor.device), "precision": predictor.precision,
