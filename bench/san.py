@@ -83,15 +83,23 @@ def timed_run(pred, seqs, sids, iterations: int, device: str):
     """K chained iterations over every sentence: (seconds, iteration-1 outputs, iteration-1 masks)."""
     if device == "cuda":
         torch.cuda.synchronize()
+    ragged = hasattr(pred, "iterate_ragged")  # the flat-array form (list form for older code)
+    if ragged:
+        from hardneg.augment.san.tokens import Ragged
+
+        seqs = Ragged.from_rows(seqs)
     t0 = time.perf_counter()
     cur, first, first_masks = seqs, None, None
     for it in range(1, iterations + 1):
-        cur, masked = pred.iterate(cur, sids, it)
+        cur, masked = pred.iterate_ragged(cur, sids, it) if ragged else pred.iterate(cur, sids, it)
         if it == 1:
             first, first_masks = cur, masked
     if device == "cuda":
         torch.cuda.synchronize()
-    return time.perf_counter() - t0, first, first_masks
+    seconds = time.perf_counter() - t0
+    if ragged:
+        first, first_masks = first.rows(), [m.tolist() for m in first_masks.rows()]
+    return seconds, first, first_masks
 
 
 # ---------------------------------------------------------------------------------------- GPU
@@ -229,20 +237,23 @@ def gpu_main(args) -> None:
     e2e = ["", (f"SAN end to end (tokenize, {k} iterations, decode {k + 1} texts, quality filter, Parquet "
            "write), bf16, same sentences, same device. Unit: rows/s per iteration (rows x iterations / "
            "seconds) and rows/s."), "",
-           "| batch | chunk_rows | CPU side beside the GPU | attention | seconds | rows/s per iteration | rows/s |",
-           "|---|---|---|---|---|---|---|"]
+           "| batch | chunk_rows | CPU side beside the GPU | finish_workers | attention | seconds | rows/s per iteration | rows/s |",
+           "|---|---|---|---|---|---|---|---|"]
     digests = set()
-    for batch, chunk, overlap, backends in ((1024, 8192, False, "default"), (1024, 8192, True, "default"),
-                                            (1024, 32768, True, "default"), (4096, 32768, True, "default"),
-                                            (1024, 32768, True, ("CUDNN_ATTENTION",))):
+    fw = args.finish_workers
+    for batch, chunk, overlap, backends, workers in (
+            (1024, 8192, False, "default", 0), (1024, 8192, True, "default", 0), (1024, 32768, True, "default", 0),
+            (1024, 32768, True, "default", fw), (1024, 8192, True, "default", fw), (4096, 32768, True, "default", fw),
+            (1024, 32768, True, ("CUDNN_ATTENTION",), fw)):  # fmt: skip
         p = pred(batch, backends=backends)
         p.iterate(warm, sids[:512] + 10**7, 1)
         if cuda:
             torch.cuda.synchronize()
         t0 = time.perf_counter()
-        parts = S.augment_chunks((frame[i : i + chunk] for i in range(0, frame.height, chunk)), p, overlap=overlap)
+        kw = {"finish_workers": workers} if workers else {}  # older code has no finish_workers
+        parts = S.augment_chunks((frame[i : i + chunk] for i in range(0, frame.height, chunk)), p, overlap=overlap, **kw)
         out = pl.concat(parts)
-        path = Path(args.workdir) / f"san-{batch}-{chunk}-{overlap}.parquet"
+        path = Path(args.workdir) / f"san-{batch}-{chunk}-{overlap}-{workers}.parquet"
         write_shard(out, path)
         t = time.perf_counter() - t0
         import hashlib
@@ -250,11 +261,11 @@ def gpu_main(args) -> None:
         if batch == 1024 and backends == "default":
             digests.add(hashlib.sha256(path.read_bytes()).hexdigest())
         att = "flash/mem-efficient" if backends == "default" else "cuDNN"
-        e2e.append(f"| {batch} | {chunk} | {'yes' if overlap else 'no'} | {att} | {t:.2f} | {frame.height * k / t:,.0f} "
+        e2e.append(f"| {batch} | {chunk} | {'yes' if overlap or workers else 'no'} | {workers} | {att} | {t:.2f} | {frame.height * k / t:,.0f} "
                    f"| {frame.height / t:,.0f} |")
         print(e2e[-1], flush=True)
     e2e.append("")
-    e2e.append(f"Batch-1024 shards byte-identical across chunk_rows and overlap: {len(digests) == 1}.")
+    e2e.append(f"Batch-1024 shards byte-identical across chunk_rows, overlap and finish_workers: {len(digests) == 1}.")
     out_lines += e2e
     Path(args.out).write_text("\n".join(out_lines) + "\n")
 
@@ -322,6 +333,7 @@ def main() -> None:
     ap.add_argument("--det-sentences", type=int, default=1024)
     ap.add_argument("--workdir", default="/tmp")
     ap.add_argument("--fp32-row", action="store_true")
+    ap.add_argument("--finish-workers", type=int, default=8, help="--gpu: san.finish_workers of the end-to-end rows")
     ap.add_argument("--only-e2e", action="store_true", help="--gpu: the batch-1024 row and the end-to-end rows")
     ap.add_argument("--smoke", type=int, default=0, help="--gpu code path on N sentences, tiny model (a dry run)")
     ap.add_argument("--model", default="minilm", help="minilm | bert-base | a hub id or folder")

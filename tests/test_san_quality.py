@@ -90,7 +90,7 @@ def _output_reason_by_definition(reference, output, cfg):
     return None
 
 
-_ALPHABET = "aAbB zZ9_.,-'!\t\n\x1c\u00a0\u2003éÉßΣσςİ²½Ⅻ٣中😀"
+_ALPHABET = "aAbB zZ9_.,-'!\t\n\x1c\u00a0\u2003éÉßΣσςİ²½Ⅻ٣中😀\u212aſ"
 
 
 @settings(max_examples=300, deadline=None)

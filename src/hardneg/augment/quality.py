@@ -42,6 +42,10 @@ class QualityConfig:
                 raise ValueError(f"san.quality.{name}: {v} not in [0, 1]")
 
 
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
 def input_reason(text: str | None, cfg: QualityConfig) -> str | None:
     """Why an input line cannot be augmented (before the MLM runs), or None."""
     if text is None:
@@ -50,10 +54,12 @@ def input_reason(text: str | None, cfg: QualityConfig) -> str | None:
         return "empty"
     if text.isascii():  # fast path, same answer: ASCII letters are exactly the cased characters
         return None if text.lower() != text.upper() else "no_letters"
-    letters = [c for c in text if c.isalpha()]
+    # letters = ASCII letters (exactly [A-Za-z]) + the non-ASCII characters that are alphabetic
+    latin = len(_ASCII_LETTER.findall(text))
+    letters = latin + sum(map(str.isalpha, _NON_ASCII.findall(text)))
     if not letters:
         return "no_letters"  # emoji-only, numbers-only, punctuation-only
-    if sum(c.isascii() for c in letters) / len(letters) < cfg.min_latin_share:
+    if latin / letters < cfg.min_latin_share:
         return "non_latin_script"  # not English text; the English MLM/lexicon do not apply
     return None
 
