@@ -9,6 +9,13 @@ sentence at a time (the naive way), same model, same masks, same machine, one ru
                                                        # GPU rows (bert-base, random weights): naive,
                                                        # main's code, ours with each option, end to
                                                        # end, determinism across batch sizes
+    RAYON_NUM_THREADS=1 .venv/bin/python bench/san.py --host
+                                                       # CPU: SAN's host side alone (stand-in predictor,
+                                                       # no model), old code vs new, finish_workers 0/1/2
+                                                       # -> bench/results/san-host.md
+    RAYON_NUM_THREADS=1 .venv/bin/python bench/san.py --quick --quick-mlm results/mlm/<corpus>/boot-<hash> \
+        --quick-lexicon results/lexicon/<key>/lexicon.parquet
+                                                       # CPU: the quick experiment's SAN step, old vs new
 
 Prints a markdown table and writes it to bench/results/san.md (or --out).
 Unit: sentences per second per mask-predict iteration.
@@ -333,7 +340,7 @@ def main() -> None:
     ap.add_argument("--det-sentences", type=int, default=1024)
     ap.add_argument("--workdir", default="/tmp")
     ap.add_argument("--fp32-row", action="store_true")
-    ap.add_argument("--finish-workers", type=int, default=8, help="--gpu: san.finish_workers of the end-to-end rows")
+    ap.add_argument("--finish-workers", type=int, default=4, help="--gpu: san.finish_workers of the end-to-end rows")
     ap.add_argument("--only-e2e", action="store_true", help="--gpu: the batch-1024 row and the end-to-end rows")
     ap.add_argument("--smoke", type=int, default=0, help="--gpu code path on N sentences, tiny model (a dry run)")
     ap.add_argument("--model", default="minilm", help="minilm | bert-base | a hub id or folder")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import subprocess
 import sys
 import time
@@ -98,7 +99,8 @@ def host_rows(args, tok, probs, texts: list[str]) -> list[str]:
     out = [
         (f"SAN host side alone (stand-in predictor, no model; see bench/san_host.py), {len(texts):,} wiki1m "
          f"sentences (the excerpt x{args.copies}), batch {args.host_batch}, chunk_rows {chunk}, {k} iterations, "
-         f"{torch.get_num_threads()} torch threads on this CPU. Unit: rows/s per iteration = rows x iterations / "
+         f"{torch.get_num_threads()} torch threads, RAYON_NUM_THREADS={os.environ.get('RAYON_NUM_THREADS', 'unset')} "
+         "(the Rust tokenizer's threads; 1 = its work counted once in CPU time) on this CPU. Unit: rows/s per iteration = rows x iterations / "
          "seconds (the GPU target's unit); CPU s = this process's CPU time (all its threads: the Rust tokenizer "
          "runs on several), less sensitive than wall time to other jobs on the machine. predict = input checks, tokenization, the K iterations' bookkeeping; "
          "finish = decode K+1 texts, quality filter, rows; end to end = `augment_chunks` + Parquet write. "
@@ -168,7 +170,7 @@ def quick_rows(args, texts: list[str]) -> list[str]:
     out = [
         (f"The quick experiment's SAN step: `augment_shard` on {len(texts):,} wiki1m lines (one quick-experiment "
          f"shard), MLM `{args.quick_mlm}`, its lexicon, fp32, batch 64, chunk_rows 8192, 4 iterations, "
-         f"{torch.get_num_threads()} torch threads; old = git {args.old_rev}, new = this checkout, alternated "
+         f"{torch.get_num_threads()} torch threads, RAYON_NUM_THREADS={os.environ.get('RAYON_NUM_THREADS', 'unset')}; old = git {args.old_rev}, new = this checkout, alternated "
          f"{args.quick_repeats} times."),
         "",
         "| code | run | seconds | rows/s | shard sha256 |",
