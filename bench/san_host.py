@@ -171,13 +171,14 @@ def quick_rows(args, texts: list[str]) -> list[str]:
         (f"The quick experiment's SAN step: `augment_shard` on {len(texts):,} wiki1m lines (one quick-experiment "
          f"shard), MLM `{args.quick_mlm}`, its lexicon, fp32, batch 64, chunk_rows 8192, 4 iterations, "
          f"{torch.get_num_threads()} torch threads, RAYON_NUM_THREADS={os.environ.get('RAYON_NUM_THREADS', 'unset')}; old = git {args.old_rev}, new = this checkout, alternated "
-         f"{args.quick_repeats} times."),
+         f"{args.quick_repeats} times (which runs first alternates)."),
         "",
         "| code | run | seconds | rows/s | shard sha256 |",
         "|---|---|---|---|---|",
     ]
     for r in range(args.quick_repeats):
-        for label, mod in (("old", old), ("new", new)):
+        pair = (("old", old), ("new", new))
+        for label, mod in pair if r % 2 == 0 else pair[::-1]:  # alternate which runs first
             path = work / f"quick-{label}.parquet"
             cfg = mod.SanConfig(seed=42)
             t0 = time.perf_counter()
