@@ -168,8 +168,8 @@ def quick_rows(args, texts: list[str]) -> list[str]:
     shard = work / "quick-shard.parquet"
     write_shard(pl.DataFrame({"id": pl.Series(np.arange(len(texts)), dtype=pl.Int64), "text": texts}), shard)
     out = [
-        (f"The quick experiment's SAN step: `augment_shard` on {len(texts):,} wiki1m lines (one quick-experiment "
-         f"shard), MLM `{args.quick_mlm}`, its lexicon, fp32, batch 64, chunk_rows 8192, 4 iterations, "
+        (f"The quick experiment's SAN step: `augment_shard` on {len(texts):,} wiki1m lines (a quick-experiment "
+         f"shard has 2,000), MLM `{args.quick_mlm}`, its lexicon, fp32, batch 64, chunk_rows 8192, 4 iterations, "
          f"{torch.get_num_threads()} torch threads, RAYON_NUM_THREADS={os.environ.get('RAYON_NUM_THREADS', 'unset')}; old = git {args.old_rev}, new = this checkout, alternated "
          f"{args.quick_repeats} times (which runs first alternates)."),
         "",
