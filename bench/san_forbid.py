@@ -66,7 +66,7 @@ def measure_reference(tok, model, mask_prob, texts: list[str], seed: int) -> lis
     from hardneg.config import load_config
 
     raw = load_config([ROOT / "config.yaml", ROOT / "experiments/reference/san.yaml"])["san"]
-    run = {k: v for k, v in raw.items() if k not in ("mlm", "chunk_rows", "threads", "gpus")}
+    run = {k: v for k, v in raw.items() if k not in ("mlm", "chunk_rows", "threads", "gpus", "finish_workers")}
     cfg = SanConfig.from_dict({**run, "seed": seed})
     frame = pl.DataFrame({"id": list(range(len(texts))), "text": texts})
     shard = augment_frame(frame, MaskPredictor(model, tok, mask_prob, cfg))

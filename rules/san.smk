@@ -73,6 +73,7 @@ rule san:
         # trigger a re-run (rules/functions/san.smk)
         batch_size=san_batch_size,
         chunk_rows=san_chunk_rows,
+        finish_workers=san_finish_workers,
         mlm=_MLM,
         seed=config["seed"],
         code=code_version(

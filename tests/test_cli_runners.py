@@ -147,6 +147,7 @@ MAPPED = {
     ("san", "spacy_model"): "lexicon.spacy_model",
     ("san", "batch_size"): "san.batch_size",
     ("san", "chunk_rows"): "san.chunk_rows",
+    ("san", "finish_workers"): "san.finish_workers",
     ("san", "iterations"): "san.iterations",
     ("san", "decoding"): "san.decoding",
     ("san", "temperature"): "san.temperature",

@@ -130,3 +130,77 @@ def test_san_rust_encode_decode_equal_transformers(bert_tokenizer):
     assert [s.tolist() for s in seqs] == ref
     assert _decode(bert_tokenizer, seqs) == bert_tokenizer.batch_decode(
         ref, skip_special_tokens=True, clean_up_tokenization_spaces=True)
+
+
+def test_san_finish_workers_give_identical_shards(tiny_mlm_dir, tmp_path, tmp_path_factory, bert_tokenizer):
+    """Decode/filter/rows in 0, 1 or 2 worker processes, any batch size or chunking: the same shard bytes."""
+    import hashlib
+
+    from test_lexicon import san_lexicon
+
+    from hardneg.augment.san.key import keyed_settings
+    from hardneg.augment.san.lexicon import load_lexicon
+    from hardneg.augment.san.mask_predict import (
+        MaskPredictor,
+        SanConfig,
+        augment_chunks,
+        augment_shard,
+    )
+    from hardneg.models.load import load_masked_lm
+    from hardneg.shards import write_shard
+
+    assert "finish_workers" not in keyed_settings({"finish_workers": 4})
+    lexicon = san_lexicon(tmp_path_factory, bert_tokenizer)
+    tok, model = load_masked_lm(str(tiny_mlm_dir), setting="san.mlm", device="cpu")
+    probs = load_lexicon(lexicon, tokenizer=tok)["mask_prob"].to_numpy()
+    texts = ["The quick brown fox jumps over the lazy dog.", "It rained.", "", "😀😀🎉", "of of of of of",
+             "Stock markets fell sharply on Monday after the central bank raised rates."] * 4
+    frame = pl.DataFrame({"id": pl.Series(np.arange(len(texts)) * 2 + 1, dtype=pl.Int64), "text": texts})
+    digests = set()
+    for workers, batch, chunk in ((0, 64, 8192), (1, 3, 7), (2, 5, 9)):
+        pred = MaskPredictor(model, tok, probs, SanConfig(seed=4, batch_size=batch))
+        parts = augment_chunks([frame[i : i + chunk] for i in range(0, len(texts), chunk)], pred, finish_workers=workers)
+        write_shard(pl.concat(parts), tmp_path / "out.parquet")
+        digests.add(hashlib.sha256((tmp_path / "out.parquet").read_bytes()).hexdigest())
+    write_shard(frame, tmp_path / "in.parquet")  # and through augment_shard's argument
+    augment_shard(tmp_path / "in.parquet", tmp_path / "out.parquet", str(tiny_mlm_dir), lexicon, SanConfig(seed=4),
+                  device="cpu", progress=False, finish_workers=2)
+    digests.add(hashlib.sha256((tmp_path / "out.parquet").read_bytes()).hexdigest())
+    assert len(digests) == 1
+    assert set(pl.read_parquet(tmp_path / "out.parquet")["status"]) == {"ok", "dropped"}
+    with pytest.raises(ValueError, match="finish_workers"):
+        augment_chunks([frame], pred, finish_workers=-1)
+
+
+def test_san_table_decoder_equals_the_tokenizer(bert_tokenizer):
+    """The table WordPiece decoder gives batch_decode's strings on any ids: specials first or in
+    the middle, '##' pieces first, punctuation runs, empty rows."""
+    from hardneg.augment.san.tokens import Ragged, decode, table_decoder
+
+    assert table_decoder(bert_tokenizer) is not None
+    rng = np.random.default_rng(0)
+    vocab = len(bert_tokenizer)
+    punct = np.array([i for t, i in bert_tokenizer.get_vocab().items() if not t.isalnum()])
+    rows = [rng.integers(0, vocab, rng.integers(0, 30)) for _ in range(400)]
+    rows += [rng.choice(punct, rng.integers(0, 20)) for _ in range(400)]
+    rows += [np.array([], dtype=np.int64), np.array([101, 102]), np.array([100, 1001, 2023]), np.array([2023, 100, 1005, 1055])]
+    want = bert_tokenizer.batch_decode([r.tolist() for r in rows], skip_special_tokens=True, clean_up_tokenization_spaces=True)
+    assert decode(bert_tokenizer, rows) == want
+    assert decode(bert_tokenizer, Ragged.from_rows(rows)) == want
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        decode(bert_tokenizer, [np.array([vocab])])
+
+
+def test_san_ragged_rows_take_slice_and_truncation(bert_tokenizer):
+    from hardneg.augment.san.tokens import Ragged, encode
+
+    rows = [np.array([1, 2, 3]), np.array([], dtype=np.int64), np.array([4]), np.array([5, 6])]
+    r = Ragged.from_rows(rows)
+    assert [x.tolist() for x in r] == [[1, 2, 3], [], [4], [5, 6]] and r.lengths.tolist() == [3, 0, 1, 2]
+    assert [x.tolist() for x in r.take(np.array([3, 0, 1]))] == [[5, 6], [1, 2, 3], []]
+    assert [x.tolist() for x in r.slice(1, 4)] == [[], [4], [5, 6]]
+    texts = ["a b c d e f g h", "a b", "[UNK] [UNK] x"]
+    seqs, trunc, unk = encode(bert_tokenizer, texts, 5)
+    full = bert_tokenizer(texts)["input_ids"]
+    assert [s.tolist() for s in seqs] == [full[0][:4] + full[0][-1:], full[1], full[2]]
+    assert trunc.tolist() == [True, False, False] and unk.tolist() == [0, 0, 2]

@@ -220,7 +220,7 @@ def test_reference_overlay_sets_every_reference_knob():
 
     root = Path(__file__).resolve().parents[1]
     cfg = load_config([root / "config.yaml", root / "experiments/reference/san.yaml"])["san"]
-    run = {k: v for k, v in cfg.items() if k not in ("mlm", "chunk_rows", "threads", "gpus")}
+    run = {k: v for k, v in cfg.items() if k not in ("mlm", "chunk_rows", "threads", "gpus", "finish_workers")}
     san = SanConfig.from_dict(run)
     assert (san.replace, san.retokenize, san.max_chars, san.append_period) == ("all", True, 300, True)
     assert not san.forbid_original and san.decoding == "argmax" and san.iterations == 4

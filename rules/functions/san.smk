@@ -18,6 +18,11 @@ def san_chunk_rows(wildcards, output):
     return _SAN_CFG["chunk_rows"]
 
 
+def san_finish_workers(wildcards, output):
+    """san.finish_workers for one SAN job (never keyed: it changes no byte)."""
+    return _SAN_CFG["finish_workers"]
+
+
 @register_targets
 def _san_targets():
     out = [san_shard(s) for s in SHARDS] + [LEXICON]

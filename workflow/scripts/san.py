@@ -11,10 +11,12 @@ if snakemake.resources.get("gpu", 0):  # one device per job on a multi-GPU machi
 
 from hardneg.augment.san.run import run_san  # noqa: E402
 
-# batch_size, chunk_rows: keyed unless fp32 (hardneg.augment.san.key); params that never trigger a re-run (rules/san.smk)
+# batch_size, chunk_rows: keyed unless fp32 (hardneg.augment.san.key); these and finish_workers are
+# params that never trigger a re-run (rules/functions/san.smk)
 run_san(
     snakemake.input.shard, snakemake.output.shard, snakemake.params.mlm, snakemake.input.lexicon,
     dict(snakemake.params.cfg), seed=snakemake.params.seed, batch_size=snakemake.params.batch_size,
     chunk_rows=snakemake.params.chunk_rows, stats_out=snakemake.output.stats,
     negation=snakemake.input.negation[0] if snakemake.input.negation else None, threads=snakemake.threads,
+    finish_workers=snakemake.params.finish_workers,
 )  # fmt: skip

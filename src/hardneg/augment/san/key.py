@@ -16,7 +16,7 @@ No torch import here: the Snakefile imports this module at DAG build time.
 
 from __future__ import annotations
 
-NEVER_KEYED = ("threads", "gpus")  # scheduling only: never change a byte
+NEVER_KEYED = ("threads", "gpus", "finish_workers")  # scheduling only: never change a byte
 BATCH_SHAPE = {"batch_size": 64, "chunk_rows": 8192}  # defaults (SanConfig, augment_shard)
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
+import itertools
 import logging
 import math
 import string
@@ -29,22 +31,23 @@ import pyarrow.parquet as pq
 import torch
 from tqdm.auto import tqdm
 
-from hardneg.augment.san import rng as san_random
-from hardneg.augment.san.lexicon import load_lexicon, special_ids
 from hardneg.augment.quality import (
     QualityConfig,
     apply_negation_postprocess,
     input_reason,
-    output_reason,
-    unk_reason,
+    mostly_unknown,
 )
+from hardneg.augment.san import rng as san_random
+from hardneg.augment.san import tokens
+from hardneg.augment.san.lexicon import load_lexicon, special_ids
+from hardneg.augment.san.rows import AUGMENTER, Predicted, finish_columns, rows_frame  # noqa: F401 (AUGMENTER: re-exported)
+from hardneg.augment.san.tokens import Ragged
 from hardneg.models.load import load_masked_lm
 from hardneg.models.precision import resolve_precision
 from hardneg.shards import write_shard
 
 log = logging.getLogger(__name__)
 
-AUGMENTER = "san"
 DECODING = ("argmax", "sample")
 REPLACE = ("masked", "all")
 PRECISION = ("auto", "fp32", "bf16")  # the spelling of train.precision
@@ -256,39 +259,47 @@ class MaskPredictor:
         pick = torch.searchsorted(cdf, (u.double() * cdf[:, -1]).unsqueeze(-1)).clamp_(max=k - 1)
         return idx.gather(-1, pick).squeeze(-1)
 
-    def iterate(self, seqs: list[np.ndarray], sent_ids: np.ndarray, iteration: int, progress: bool = False) -> tuple[list[np.ndarray], list[list[int]]]:
+    def iterate(self, seqs, sent_ids: np.ndarray, iteration: int, progress: bool = False) -> tuple[list[np.ndarray], list[list[int]]]:
         """One mask-predict iteration over all sequences; returns new sequences and, per
-        sequence, the masked positions ([CLS] = 0)."""
-        lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+        sequence, the masked positions ([CLS] = 0). (List form of ``iterate_ragged``.)"""
+        new, masked = self.iterate_ragged(Ragged.from_rows(seqs), sent_ids, iteration, progress=progress)
+        return new.rows(), [m.tolist() for m in masked.rows()]
+
+    def iterate_ragged(self, seqs: Ragged, sent_ids: np.ndarray, iteration: int, progress: bool = False) -> tuple[Ragged, Ragged]:
+        """One mask-predict iteration over all rows of ``seqs``: the new rows and each row's
+        masked positions (ascending). Bookkeeping is numpy over the chunk: a batch is gathered
+        from and scattered back to the flat id array, the masked positions of all batches are
+        ordered by row in one sort."""
+        lengths = seqs.lengths
         order = np.argsort(lengths, kind="stable")
-        new: list[np.ndarray | None] = [None] * len(seqs)
-        masked: list[list[int] | None] = [None] * len(seqs)
         bounds = np.flatnonzero(np.diff(lengths[order])) + 1
         groups = np.split(order, bounds) if len(order) else []
         batches = [g[i : i + self.cfg.batch_size] for g in groups for i in range(0, len(g), self.cfg.batch_size)]
+        sent_ids = np.asarray(sent_ids)
         queued = []
         with torch.inference_mode():
             for idx in tqdm(batches, desc=f"san iter {iteration}", disable=not progress, mininterval=5):
-                ids = torch.from_numpy(np.stack([seqs[i] for i in idx]))
+                pos = seqs.offsets[idx][:, None] + np.arange(lengths[idx[0]])  # (batch, length) into values
+                ids = torch.from_numpy(seqs.values[pos])
                 mask, choice = self._launch(ids, sent_ids[idx], iteration)
-                queued.append((idx, ids, mask, choice))
+                queued.append((idx, pos, ids, mask, choice))
             # one device -> host copy per iteration instead of one sync per batch
             chosen = [c for *_, c in queued if c is not None]
             flat = torch.cat(chosen).cpu() if chosen else torch.empty(0, dtype=torch.long)
+        values = seqs.values.copy()
+        rows, cols = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
         start = 0
-        for idx, ids, mask, choice in queued:
+        for idx, pos, ids, mask, choice in queued:
             if choice is not None:
                 part, start = flat[start : start + len(choice)], start + len(choice)
-                ids = self._apply(ids, mask, part)
-            out_np = ids.numpy()
-            rows, cols = np.nonzero(mask.numpy())  # masked positions of the whole batch at once
-            ends = np.searchsorted(rows, np.arange(1, len(idx) + 1)).tolist()
-            cols = cols.tolist()
-            lo = 0
-            for j, i in enumerate(idx.tolist()):
-                new[i] = out_np[j]
-                masked[i], lo = cols[lo : ends[j]], ends[j]
-        return new, masked  # type: ignore[return-value]
+                values[pos] = self._apply(ids, mask, part).numpy()
+            r, c = np.nonzero(mask.numpy())  # row-major: positions ascending within a row
+            rows.append(idx[r])
+            cols.append(c)
+        row, col = np.concatenate(rows), np.concatenate(cols)
+        by_row = np.argsort(row, kind="stable")  # a row is in one batch: its positions stay ascending
+        masked = Ragged.from_lengths(col[by_row].astype(np.int64), np.bincount(row, minlength=len(seqs)))
+        return Ragged(values, seqs.offsets), masked
 
 
 # ---------------------------------------------------------------- sentences -> rows
@@ -307,42 +318,15 @@ def _prepare_text(text: str, cfg: SanConfig) -> str:
     return _with_period(text) if cfg.append_period else text
 
 
-def _encode(tokenizer, texts: list[str], max_length: int) -> tuple[list[np.ndarray], list[bool], list[int]]:
+def _encode(tokenizer, texts: list[str], max_length: int) -> tuple[Ragged, np.ndarray, np.ndarray]:
     """Token ids with specials, cut to ``max_length`` (keeping the final [SEP]); truncation flags;
-    [UNK] counts."""
-    fast = _rust_tokenizer(tokenizer)
-    if fast is not None and fast.truncation is None and fast.padding is None:
-        # the same ids as tokenizer(texts) without the per-text Python wrapping; the Rust batch
-        # call runs on all cores with the GIL released (so it overlaps the GPU; issue 15)
-        enc = [e.ids for e in fast.encode_batch(texts, add_special_tokens=True)]
-    else:
-        enc = tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
-    out, trunc, unk = [], [], []
-    unk_id = tokenizer.unk_token_id  # a property that converts a token each time: read it once
-    for ids in enc:
-        cut = len(ids) > max_length
-        if cut:
-            ids = ids[: max_length - 1] + ids[-1:]
-        out.append(np.asarray(ids, dtype=np.int64))
-        trunc.append(cut)
-        unk.append(ids.count(unk_id) if unk_id is not None else 0)
-    return out, trunc, unk
+    [UNK] counts (``hardneg.augment.san.tokens.encode``)."""
+    return tokens.encode(tokenizer, texts, max_length)
 
 
-def _rust_tokenizer(tokenizer):
-    """The ``tokenizers`` object behind a transformers fast tokenizer, else None."""
-    fast = getattr(tokenizer, "_tokenizer", None)
-    return fast if fast is not None and hasattr(fast, "decode_batch") else None
-
-
-def _decode(tokenizer, seqs: list[np.ndarray]) -> list[str]:
-    fast = _rust_tokenizer(tokenizer)
-    if fast is not None and type(fast.model).__name__ == "WordPiece":
-        # what batch_decode(skip_special_tokens=True, clean_up_tokenization_spaces=True) returns
-        # for WordPiece (BERT) tokenizers, decoded in one parallel Rust call without the GIL
-        texts = fast.decode_batch([s.tolist() for s in seqs], skip_special_tokens=True)
-        return [tokenizer.clean_up_tokenization(t) for t in texts]
-    return tokenizer.batch_decode([s.tolist() for s in seqs], skip_special_tokens=True, clean_up_tokenization_spaces=True)
+def _decode(tokenizer, seqs) -> list[str]:
+    """``batch_decode(skip_special_tokens=True, clean_up_tokenization_spaces=True)`` of the rows."""
+    return tokens.decode(tokenizer, seqs)
 
 
 def augment_frame(
@@ -355,21 +339,7 @@ def augment_frame(
     return finish_frame(predict_frame(frame, predictor, progress=progress), predictor, negation)
 
 
-@dataclass
-class _Predicted:
-    """What ``predict_frame`` hands to ``finish_frame`` (the CPU-only second half)."""
-
-    ids: np.ndarray
-    texts: list
-    reason: list
-    truncated: list
-    keep: list
-    seqs: list  # token ids per iteration, 0 = the input
-    masks: list  # masked positions per iteration 1..K
-    decoded: dict  # iteration -> texts already decoded (retokenize needs them on the way)
-
-
-def predict_frame(frame: pl.DataFrame, predictor: MaskPredictor, progress: bool = False) -> _Predicted:
+def predict_frame(frame: pl.DataFrame, predictor: MaskPredictor, progress: bool = False) -> Predicted:
     """Input checks, tokenization and the K mask-predict iterations (the device part)."""
     cfg = predictor.cfg
     tok = predictor.tok
@@ -378,30 +348,34 @@ def predict_frame(frame: pl.DataFrame, predictor: MaskPredictor, progress: bool 
     texts = frame.get_column("text").to_list()
     n = len(texts)
     reason: list[str | None] = [None] * n
+    todo: list[int] = []
     for i, t in enumerate(texts):
         r = input_reason(t, cfg.quality)
-        reason[i] = f"input:{r}" if r else None
-    todo = [i for i in range(n) if reason[i] is None]
-    prepared = [_prepare_text(texts[i], cfg) for i in todo]
-    seqs, trunc, unk = _encode(tok, prepared, cfg.max_length) if todo else ([], [], [])
-    truncated = [False] * n
-    keep: list[int] = []
-    keep_seqs: list[np.ndarray] = []
-    for j, i in enumerate(todo):
-        truncated[i] = trunc[j]
-        r = unk_reason(unk[j], len(seqs[j]) - 2, cfg.quality)
         if r:
             reason[i] = f"input:{r}"
         else:
-            keep.append(i)
-            keep_seqs.append(seqs[j])
+            todo.append(i)
+    todo_rows = np.asarray(todo, dtype=np.int64)
+    if cfg.max_chars is None and not cfg.append_period:
+        prepared = [texts[i] for i in todo]
+    else:
+        prepared = [_prepare_text(texts[i], cfg) for i in todo]
+    seqs, trunc, unk = _encode(tok, prepared, cfg.max_length) if todo else (Ragged.from_rows([]), np.zeros(0, bool), np.zeros(0, np.int64))
+    truncated = np.zeros(n, dtype=bool)
+    truncated[todo_rows] = trunc
+    unknown = mostly_unknown(unk, seqs.lengths - 2, cfg.quality)
+    for i in todo_rows[unknown].tolist():
+        reason[i] = "input:mostly_unknown_tokens"
+    keep = todo_rows[~unknown]
+    if unknown.any():
+        seqs = seqs.take(np.flatnonzero(~unknown))
     sids = ids_all[keep]
-    iter_seqs: list[list[np.ndarray]] = [keep_seqs]
-    iter_mask: list[list[list[int]]] = []
+    iter_seqs: list[Ragged] = [seqs]
+    iter_mask: list[Ragged] = []
     decoded: dict[int, list[str]] = {}
-    cur = keep_seqs
+    cur = seqs
     for it in range(1, k + 1):
-        cur, masked = predictor.iterate(cur, sids, it, progress=progress)
+        cur, masked = predictor.iterate_ragged(cur, sids, it, progress=progress)
         iter_mask.append(masked)
         iter_seqs.append(cur)
         if cfg.retokenize and it < k:  # reference behaviour: decode, then re-tokenize
@@ -409,62 +383,70 @@ def predict_frame(frame: pl.DataFrame, predictor: MaskPredictor, progress: bool 
             # the reference appends "." before every re-tokenized iteration (handle.py)
             again = [_with_period(t) for t in decoded[it]] if cfg.append_period else decoded[it]
             cur, _, _ = _encode(tok, again, cfg.max_length)
-    return _Predicted(ids_all, texts, reason, truncated, keep, iter_seqs, iter_mask, decoded)
+    return Predicted(ids_all, texts, reason, truncated, keep, iter_seqs, iter_mask, decoded)
 
 
-def finish_frame(p: _Predicted, predictor: MaskPredictor, negation: pl.DataFrame | None = None) -> pl.DataFrame:
+def finish_frame(p: Predicted, predictor: MaskPredictor, negation: pl.DataFrame | None = None) -> pl.DataFrame:
     """Decode, quality filter and build the rows (CPU only: runs beside the next chunk's
     ``predict_frame``)."""
     cfg = predictor.cfg
-    tok = predictor.tok
-    k = cfg.iterations
-    ids_all, texts, reason, truncated, keep = p.ids, p.texts, list(p.reason), p.truncated, p.keep
-    n = len(texts)
-    iter_text = [p.decoded[it] if it in p.decoded else _decode(tok, p.seqs[it]) for it in range(k + 1)]
-    iter_mask = p.masks
+    cols = finish_columns(p, cfg.iterations, cfg.quality, functools.partial(_decode, predictor.tok))
+    return _postprocess(rows_frame(p, cols, cfg.iterations), cfg, negation)
 
-    def spread(values: list, fill=None) -> list:
-        out = [fill] * n
-        for j, i in enumerate(keep):
-            out[i] = values[j]
-        return out
 
-    status = ["dropped" if reason[i] else "ok" for i in range(n)]
-    san: list[str | None] = [None] * n
-    final = spread(iter_text[k]) if keep else [None] * n
-    ref = spread(iter_text[0]) if keep else [None] * n
-    for i in keep:
-        r = output_reason(ref[i], final[i], cfg.quality)
-        if r:
-            status[i], reason[i] = "dropped", f"quality:{r}"
-        else:
-            san[i] = final[i]
-    cols: dict = {
-        "id": pl.Series("id", ids_all, dtype=pl.Int64),
-        "text": pl.Series("text", texts, dtype=pl.String),
-        "status": pl.Series("status", status, dtype=pl.String),
-        "reason": pl.Series("reason", reason, dtype=pl.String),
-        "augmenter": pl.Series("augmenter", [AUGMENTER] * n, dtype=pl.String),
-        "san": pl.Series("san", san, dtype=pl.String),
-        "truncated": pl.Series("truncated", truncated, dtype=pl.Boolean),
-        "iter0": pl.Series("iter0", ref, dtype=pl.String),
-    }
-    for it in range(1, k + 1):
-        cols[f"iter{it}"] = pl.Series(f"iter{it}", spread(iter_text[it]) if keep else [None] * n, dtype=pl.String)
-    for it in range(1, k + 1):
-        cols[f"masked{it}"] = pl.Series(
-            f"masked{it}", spread(iter_mask[it - 1]) if keep else [None] * n, dtype=pl.List(pl.Int64)
-        )
-    out = pl.DataFrame(cols)
+def _postprocess(out: pl.DataFrame, cfg: SanConfig, negation: pl.DataFrame | None) -> pl.DataFrame:
     if cfg.quality.postprocess == "negation":
         out = apply_negation_postprocess(out, negation)
     return out
 
 
+# Worker processes of ``augment_chunks(finish_workers=N)``: forked, so they inherit the decoder and
+# settings (no pickling, no re-import of the caller's script); they run ``finish_columns`` only
+# (numpy and str: no torch, no polars, no tokenizer thread pool in the child).
+_WORKER: dict = {}
+
+
+def _finish_in_worker(p: Predicted) -> dict:
+    w = _WORKER
+    return finish_columns(p, w["iterations"], w["quality"], w["decode"])
+
+
+def _finish_pool(workers: int, predictor: MaskPredictor):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    decoder = tokens.table_decoder(predictor.tok)
+    _WORKER.update(iterations=predictor.cfg.iterations, quality=predictor.cfg.quality,
+                   decode=decoder or functools.partial(_decode, predictor.tok))  # fmt: skip
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+
+
 def augment_chunks(chunks, predictor: MaskPredictor, negation: pl.DataFrame | None = None,
-                   progress: bool = False, overlap: bool | None = None) -> list[pl.DataFrame]:
-    """``augment_frame`` over chunks, in order; with ``overlap`` (default: on a GPU) a worker
-    thread decodes and filters chunk i while chunk i+1 runs on the device (same rows either way)."""
+                   progress: bool = False, overlap: bool | None = None, finish_workers: int = 0) -> list[pl.DataFrame]:
+    """``augment_frame`` over chunks, in order. ``finish_workers`` = 0: decoding, filtering and rows
+    run in this process, with ``overlap`` (default: on a GPU) in a worker thread beside the next
+    chunk's device work; N > 0: each chunk's rows are split into N slices finished by N forked
+    worker processes while the next chunk runs on the device. Same rows in every case."""
+    if finish_workers < 0:
+        raise ValueError(f"san.finish_workers must be >= 0, got {finish_workers}")
+    cfg = predictor.cfg
+    if finish_workers:
+        if "fork" not in __import__("multiprocessing").get_all_start_methods():
+            log.warning("san.finish_workers=%d: no fork on this platform; finishing in this process", finish_workers)
+            return augment_chunks(chunks, predictor, negation, progress, overlap, 0)
+        with _finish_pool(finish_workers, predictor) as pool:
+            pending = []
+            for c in chunks:
+                p = predict_frame(c, predictor, progress=progress)
+                cuts = np.linspace(0, len(p), finish_workers + 1).round().astype(int)
+                parts = [p.slice(lo, hi) for lo, hi in itertools.pairwise(cuts.tolist()) if hi > lo] or [p]
+                pending.append([(part, pool.submit(_finish_in_worker, part)) for part in parts])
+            out = []
+            for parts in pending:
+                # one chunk per column, as finishing in-process gives (Parquet pages follow the chunks)
+                frame = pl.concat([rows_frame(part, fut.result(), cfg.iterations) for part, fut in parts], rechunk=True)
+                out.append(_postprocess(frame, cfg, negation))
+            return out
     if overlap is None:
         overlap = predictor.device.type == "cuda"
     if not overlap:
@@ -527,8 +509,10 @@ def augment_shard(
     device: str | None = None,
     chunk_rows: int = 8192,
     progress: bool = True,
+    finish_workers: int = 0,
 ) -> dict:
-    """Augment one corpus shard (streamed in chunks) and write the SAN shard; returns stats."""
+    """Augment one corpus shard (streamed in chunks) and write the SAN shard; returns stats.
+    ``finish_workers``: processes that decode, filter and build the rows (``augment_chunks``)."""
     in_path = Path(in_path)
     if not in_path.exists():
         raise FileNotFoundError(f"input shard not found: {in_path}")
@@ -544,7 +528,8 @@ def augment_shard(
         from hardneg.shards import read_shard
 
         negation = read_shard(negation_path, columns=["id", "negation"])
-    parts = augment_chunks(_iter_input(in_path, chunk_rows), predictor, negation=negation, progress=progress)
+    parts = augment_chunks(_iter_input(in_path, chunk_rows), predictor, negation=negation, progress=progress,
+                           finish_workers=finish_workers)  # fmt: skip
     out = pl.concat(parts) if parts else augment_frame(pl.DataFrame({"id": pl.Series([], dtype=pl.Int64), "text": pl.Series([], dtype=pl.String)}), predictor)
     write_shard(out, out_path)
     stats = {**shard_stats(out), "device": str(predictor.device), "precision": predictor.precision,

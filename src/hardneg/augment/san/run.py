@@ -96,10 +96,12 @@ def run_san(
     threads: int | None = None,
     device: str | None = None,
     progress: bool = False,
+    finish_workers: int = 0,
 ) -> dict:
     """Mask-predict one corpus shard (SAN §3.1) with the SanConfig fields in ``settings`` (the
     keyed ``san`` settings; ``mlm`` and ``chunk_rows`` there are ignored: they are arguments).
-    ``batch_size`` and ``chunk_rows`` do not change the output in fp32 (san_key). Writes the SAN
+    ``batch_size`` and ``chunk_rows`` do not change the output in fp32 (san_key), ``finish_workers``
+    (processes that decode, filter and build rows) never does. Writes the SAN
     shard and, with ``stats_out``, ``{"config", "mlm", **stats}``; returns the stats."""
     import torch
 
@@ -113,7 +115,7 @@ def run_san(
     raw.pop("chunk_rows", None)  # keyed (san_key) but an augment_shard argument, not a SanConfig field
     cfg = SanConfig.from_dict({**raw, "seed": seed, "batch_size": batch_size})
     stats = augment_shard(shard, out_shard, mlm, lexicon, cfg, negation_path=negation, device=device,
-                          chunk_rows=chunk_rows, progress=progress)
+                          chunk_rows=chunk_rows, progress=progress, finish_workers=finish_workers)
     if stats_out is not None:
         write_json_atomic({"config": cfg.as_dict(), "mlm": mlm, **stats}, stats_out)
     return stats
