@@ -305,3 +305,15 @@ def test_ddp_two_processes_matches_single_process_global_batch(tmp_path, tiny_ml
             tol = tol + lr_t * torch.clamp(2 * dg / g.clamp_min(1e-30), max=2.0)
         diff = (w_ddp[name] - w_one[name]).abs()
         assert bool((diff <= tol).all()), f"{name}: {float((diff - tol).max()):.3g} over the bound"
+
+
+def test_a_resumed_run_keeps_its_fallback_counts(tmp_path, tiny_mlm_dir, shards):
+    """summary.json's fallback counters count every step once, across a kill and a re-run."""
+    s = settings(tiny_mlm_dir, "hicl_simcse", max_steps=4, checkpoint_every=2, hicl_segment_length=8)
+    full = train(s, shards["corpus"], tmp_path / "full")
+    assert full["fallbacks"]["hicl_single_segment"] > 0  # the counter this test follows moves
+    train(s, shards["corpus"], tmp_path / "killed", halt_after_steps=3)
+    resumed = train(s, shards["corpus"], tmp_path / "killed")
+    assert resumed["fallbacks"] == full["fallbacks"]
+    again = train(s, shards["corpus"], tmp_path / "full")  # a finished run re-run: resumes at its end
+    assert again["fallbacks"] == full["fallbacks"]

@@ -65,6 +65,7 @@ class Checkpointer:
         self.path = self.work / "last.pt"
         self.rng_path = self.work / f"rng-rank{info.rank}.pt"
         self.saved_step = 0  # the step of the last complete checkpoint
+        self.restored_counters: dict[str, Any] = {}
 
     def restore(self) -> tuple[int, float, int | None] | None:
         """Load ``last.pt`` into the objects and this rank's RNG state at its step; returns
@@ -76,16 +77,28 @@ class Checkpointer:
         for name, obj in self.objects.items():
             obj.load_state_dict(ckpt[name])
         step = ckpt["step"]
-        set_rng_state(torch.load(self.rng_path, weights_only=False)[step])
+        rank = torch.load(self.rng_path, weights_only=False)[step]
+        # {"rng", "counters"} since the counters were checkpointed; before, the RNG state alone
+        set_rng_state(rank["rng"] if "rng" in rank else rank)
+        self.restored_counters = rank.get("counters", {}) if "rng" in rank else {}
         self.saved_step = step
         return step, ckpt["best_score"], ckpt["best_step"]
 
-    def save(self, step: int, best_score: float, best_step: int | None) -> None:
-        """RNG per rank, keyed by step, first; the previous entry is kept so that a kill between
-        this file and ``last.pt`` still finds the state that matches ``last.pt``."""
+    def restore_counters(self, counters: dict[str, Any]) -> None:
+        """Give this rank's fallback counters (name -> FallbackCounts) the totals saved with the
+        restored step, so a resumed run's summary counts every step once."""
+        for name, state in self.restored_counters.items():
+            if name in counters:
+                counters[name].load_state_dict(state)
+
+    def save(self, step: int, best_score: float, best_step: int | None,
+             counters: dict[str, Any] | None = None) -> None:
+        """RNG and fallback counters per rank, keyed by step, first; the previous entry is kept so
+        that a kill between this file and ``last.pt`` still finds the state that matches ``last.pt``."""
         states = torch.load(self.rng_path, weights_only=False) if self.rng_path.exists() else {}
         states = {k: v for k, v in states.items() if k == self.saved_step}
-        states[step] = rng_state()
+        states[step] = {"rng": rng_state(),
+                        "counters": {name: c.state_dict() for name, c in (counters or {}).items()}}
         save_atomic(states, self.rng_path)
         D.barrier(self.info)
         if self.info.is_main:

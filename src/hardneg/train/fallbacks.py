@@ -32,6 +32,18 @@ class FallbackCounts:
         else:
             raise KeyError(f"undeclared fallback counter {key!r}")
 
+    def state_dict(self) -> dict[str, dict[str, int]]:
+        """This rank's running totals (checkpointed per rank, so a resumed run keeps its counts)."""
+        return {"global": {k: int(v) for k, v in self._global.items()},
+                "local": {k: int(v) for k, v in self._local.items()}}
+
+    def load_state_dict(self, state: dict[str, dict[str, int]]) -> None:
+        for key, n in {**state.get("global", {}), **state.get("local", {})}.items():
+            if key in self._global:
+                self._global[key] = n
+            elif key in self._local:
+                self._local[key] = n
+
     def as_dict(self, info: D.DistInfo | None = None) -> dict[str, int]:
         """Totals as plain ints (local counters summed over ranks: call on every rank)."""
         out = {k: int(v) for k, v in self._global.items()}

@@ -149,6 +149,16 @@ def build_index(s: TrainSettings, texts: list[str]) -> NegativeIndex | None:
                          s.syncse_pool_size, template=(s.templates or [None])[0])
 
 
+def counters(terms: NewMethodTerms | None, index: NegativeIndex | None) -> dict[str, FallbackCounts]:
+    """The run's fallback counters by name (what a checkpoint saves and restores per rank)."""
+    out = {}
+    if terms is not None:
+        out["terms"] = terms.counts
+    if index is not None:
+        out["index"] = index.counts
+    return out
+
+
 def fallbacks(terms: NewMethodTerms | None, index: NegativeIndex | None, info: D.DistInfo) -> dict[str, Any]:
     """Fallback totals for summary.json (call on every rank: local counters are all-reduced)."""
     out: dict[str, Any] = {}

@@ -305,6 +305,8 @@ def train(
     texts_all = frame["text"].to_list()
     extra_all = {c: frame[c].to_list() for c in cols if c in ("san", "negation", "paraphrase")}
     neg_index = newmethods.build_index(s, texts_all)  # SynCSE's corpus-pool index (else None)
+    counters = newmethods.counters(objective.methods, neg_index)
+    checkpoint.restore_counters(counters)  # a resumed run keeps the counts of its earlier steps
     bar = tqdm(total=total_steps, initial=step, desc=f"train {s.method}", unit="step",
                disable=not (s.show_progress and info.is_main))
     t_last, n_sent = time.perf_counter(), 0
@@ -382,7 +384,7 @@ def train(
                     log.info("step %d: STS-B dev %.2f (best %.2f at step %s)", step, score, best_score, best_step)
             D.barrier(info)
         if step % s.checkpoint_every == 0 or step == total_steps:
-            checkpoint.save(step, best_score, best_step)
+            checkpoint.save(step, best_score, best_step, counters)
         if step % s.eval_every == 0 or step % s.checkpoint_every == 0:
             t_last, n_sent = time.perf_counter(), 0  # throughput excludes evaluation and saving
         if halt_after_steps is not None and steps_this_run >= halt_after_steps and step < total_steps:
