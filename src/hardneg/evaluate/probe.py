@@ -245,7 +245,7 @@ def transform(
     order = {name: n for n, name in enumerate(TRANSFORMATIONS)}
     out = out.with_columns(_o=pl.col("transformation").replace_strict(order, return_dtype=pl.Int32)) \
         .sort("id", "_o").drop("_o")
-    sources = {"negation": f"hardneg.augment.negation.negate ({ncfg.spacy_model})", **edit_source,
+    sources = {"negation": f"hardneg.augment.negation ({ncfg.spacy_model})", **edit_source,
                "deletion": "one random word", "random": "another probe-set sentence"}
     return out, sources
 
