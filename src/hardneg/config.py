@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 from jsonschema import Draft202012Validator
@@ -148,16 +149,27 @@ def _cross_field_errors(config: dict) -> list[str]:
     if dups:
         out.append(f"'backtranslation.pivots': pivot name(s) {dups} occur more than once "
                    f"(names: {names}); each names its output column")
-    if "negation" in config:
-        # the negation stage's own rule (rules: sncse takes no root-only filter, spacing: joined
-        # only with sncse), checked here so it fails before any job runs
-        from hardneg.augment.negation.negate import NegationConfig
-
-        try:
-            NegationConfig.from_dict(config["negation"])
-        except (ValueError, TypeError) as exc:
-            out.append(f"'negation': {exc}")
+    if isinstance(config.get("negation"), dict) and (err := negation_rule_error(config["negation"])):
+        out.append(f"'negation': {err}")  # fails before any job runs
     return out
+
+
+# Negation settings only the ROOT rule set reads, with their defaults (sncse has no drop filters).
+NEGATION_ROOT_ONLY = {"already_negated": "remove", "fallback": "prefix", "questions": "negate",
+                      "max_chars": 1000, "min_ascii_letters": 0.5}
+
+
+def negation_rule_error(settings: Mapping[str, Any]) -> str | None:
+    """The negation stage's cross-field rule, in one place (``NegationConfig`` and config validation):
+    ``rules: sncse`` takes no root-only filter (SNCSE negates every line), ``spacing: joined`` needs it."""
+    if settings.get("rules", "sncse") == "sncse":
+        odd = [k for k, v in NEGATION_ROOT_ONLY.items() if settings.get(k, v) != v]
+        if odd:  # a drop filter here would be silently ignored
+            return (f"negation.{odd[0]}: {settings[odd[0]]!r} only applies to rules: root "
+                    "(rules: sncse negates every line, as SNCSE does)")
+    elif settings.get("spacing", "original") != "original":
+        return "negation.spacing: 'joined' only applies to rules: sncse"
+    return None
 
 
 def _finite(x: Any) -> bool:

@@ -34,11 +34,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from hardneg.config import negation_rule_error
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +54,6 @@ SNCSE_COPULAS = ("am", "is", "was", "are", "were")
 SNCSE_MODALS = ("can", "could", "will", "would", "shall", "should", "may", "must", "might")
 # spaCy splits contractions: "can't" -> "ca" + "n't"; dropping "n't" must restore the full word.
 _CONTRACTION_STEMS = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
-# Settings that only rules: root reads, with their defaults (sncse has no drop filters).
-_ROOT_ONLY = {
-    "already_negated": "remove",
-    "fallback": "prefix",
-    "questions": "negate",
-    "max_chars": 1000,
-    "min_ascii_letters": 0.5,
-}
 
 
 @dataclass(frozen=True)
@@ -109,15 +103,8 @@ class NegationConfig:
                 )
         if self.batch_size < 1 or self.n_process < 1 or self.max_chars < 1:
             raise ValueError("negation: batch_size, n_process and max_chars must be >= 1")
-        if self.rules == "sncse":
-            odd = [k for k, v in _ROOT_ONLY.items() if getattr(self, k) != v]
-            if odd:  # SNCSE negates every line: a drop filter here would be silently ignored
-                raise ValueError(
-                    f"negation.{odd[0]}: {getattr(self, odd[0])!r} only applies to rules: root "
-                    "(rules: sncse negates every line, as SNCSE does)"
-                )
-        elif self.spacing != "original":
-            raise ValueError("negation.spacing: 'joined' only applies to rules: sncse")
+        if err := negation_rule_error(asdict(self)):
+            raise ValueError(err)
 
     def provenance(self) -> dict[str, Any]:
         """What made a negation shard (its sidecar JSON): training checks ``rules`` against its own."""
