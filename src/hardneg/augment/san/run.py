@@ -100,7 +100,7 @@ def run_san(
 ) -> dict:
     """Mask-predict one corpus shard (SAN §3.1) with the SanConfig fields in ``settings`` (the
     keyed ``san`` settings; ``mlm`` and ``chunk_rows`` there are ignored: they are arguments).
-    ``batch_size`` and ``chunk_rows`` do not change the output in fp32 (san_key), ``finish_workers``
+    ``batch_size`` and ``chunk_rows`` do not change the output in fp32 (``hardneg.augment.san.key``), ``finish_workers``
     (processes that decode, filter and build rows) never does. Writes the SAN
     shard and, with ``stats_out``, ``{"config", "mlm", **stats}``; returns the stats."""
     import torch
@@ -112,7 +112,7 @@ def run_san(
         torch.set_num_threads(max(1, threads))
     raw = dict(settings)
     raw.pop("mlm", None)
-    raw.pop("chunk_rows", None)  # keyed (san_key) but an augment_shard argument, not a SanConfig field
+    raw.pop("chunk_rows", None)  # keyed (hardneg.augment.san.key) but an augment_shard argument, not a SanConfig field
     cfg = SanConfig.from_dict({**raw, "seed": seed, "batch_size": batch_size})
     stats = augment_shard(shard, out_shard, mlm, lexicon, cfg, negation_path=negation, device=device,
                           chunk_rows=chunk_rows, progress=progress, finish_workers=finish_workers)
