@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from hardneg.cluster.workdir import link_workflow
-from tinyrun import REPO, SNAKEMAKE, TINY, output_files, run, untimed
+from tinyrun import BIN, REPO, SNAKEMAKE, TINY, output_files, run, untimed
 
 # the Slurm run: every rule, fewer training methods (experiments/tiny-slurm.yaml says which)
 TINY_SLURM = [*TINY, "experiments/tiny-slurm.yaml"]

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+BIN = Path(sys.executable).parent  # the environment's console scripts (snakemake, hardneg)
+SNAKEMAKE = str(BIN / "snakemake")
 TINY = ["--configfile", "config.yaml", "experiments/tiny.yaml"]
 
 _TIMING = re.compile(r"(seconds|_s|per_s|time|elapsed)$")
