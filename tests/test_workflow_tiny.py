@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from hardneg.cluster.workdir import link_workflow
-from tinyrun import BIN, REPO, SNAKEMAKE, TINY, output_files, run, untimed
+from tinyrun import BIN, REPO, SNAKEMAKE, TINY, output_digests, run
 
 # the Slurm run: every rule, fewer training methods (experiments/tiny-slurm.yaml says which)
 TINY_SLURM = [*TINY, "experiments/tiny-slurm.yaml"]
@@ -188,7 +188,7 @@ def test_tiny_workflow_on_slurm_equals_local(tiny_local, slurm_cluster, tmp_path
     assert "has been submitted with SLURM jobid" in log and "train" in submitted, log[-3000:]
     assert "download" not in submitted  # localrules stay on the submit host
 
-    a, b = output_files(tiny_local), output_files(remote)
+    a, b = output_digests(tiny_local), output_digests(remote)
     a = {k: v for k, v in a.items() if not k.startswith("results/report/")}  # timings inside
     b = {k: v for k, v in b.items() if not k.startswith("results/report/")}
     # The Slurm run trains a subset of the methods: everything it made, the local run made too,
@@ -199,7 +199,7 @@ def test_tiny_workflow_on_slurm_equals_local(tiny_local, slurm_cluster, tmp_path
     deterministic = [p for p in b if p.endswith((".parquet", ".json", ".jsonl"))]
     assert len(deterministic) > 10
     # Parquet byte for byte; JSON byte for byte once wall-clock fields (seconds, sent/s) go.
-    differ = [p for p in deterministic if untimed(p, a[p]) != untimed(p, b[p])]
+    differ = [p for p in deterministic if a[p] != b[p]]
     assert not differ, f"outputs differ between local and Slurm runs: {differ}"
 
     # A resource the cluster lacks, at submission: sbatch refuses; the workflow names the rule

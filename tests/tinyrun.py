@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -16,16 +17,29 @@ TINY = ["--configfile", "config.yaml", "experiments/tiny.yaml"]
 _TIMING = re.compile(r"(seconds|_s|per_s|time|elapsed)$")
 
 
-def output_files(root: Path, subdirs: tuple[str, ...] = ("results",)) -> dict[str, bytes]:
-    """Relative path -> bytes of every file under ``root``/``subdirs`` (for byte comparisons)."""
-    out: dict[str, bytes] = {}
+def output_digests(root: Path, subdirs: tuple[str, ...] = ("results",)) -> dict[str, str]:
+    """Relative path -> SHA-256 of every file under ``root``/``subdirs``, JSON/JSONL once wall-clock
+    fields are removed (``untimed``): two runs compare by digest, without holding gigabytes."""
+    out: dict[str, str] = {}
     for sub in subdirs:
         base = root / sub
         if base.exists():
             for path in sorted(base.rglob("*")):
                 if path.is_file():
-                    out[path.relative_to(root).as_posix()] = path.read_bytes()
+                    rel = path.relative_to(root).as_posix()
+                    out[rel] = _digest(rel, path)
     return out
+
+
+def _digest(rel: str, path: Path) -> str:
+    h = hashlib.sha256()
+    if rel.endswith((".json", ".jsonl")):
+        h.update(json.dumps(untimed(rel, path.read_bytes()), sort_keys=True).encode())
+    else:
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
 
 
 def run(cmd: list[str], cwd: Path, env: dict | None = None, limit: int = 900,
