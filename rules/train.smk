@@ -19,6 +19,8 @@ rule train:
     params:
         settings=lambda wc: train_settings(wc.method, wc.seed, wc.experiment).to_dict(),
         nproc_per_node=_TRAIN_CFG["nproc_per_node"],
+        # derived (a function of output): changing it re-runs nothing, as it changes no output
+        keep_checkpoints=train_keep_checkpoints,
         code=code_version("hardneg.train", "hardneg.encoders", "hardneg.models", "hardneg.plotting", "hardneg.evaluate.sts"),
     threads: _TRAIN_CFG["threads"]
     resources:

@@ -114,7 +114,7 @@ def test_script_and_cli_call_the_same_runner(script, tmp_path, monkeypatch, caps
         from hardneg.train.presets import settings_from_config
 
         s = settings_from_config({"init_model": "m"}, "simcse", 42).to_dict()
-        fixed["params"] = argparse.Namespace(settings=s, nproc_per_node=1)
+        fixed["params"] = argparse.Namespace(settings=s, nproc_per_node=1, keep_checkpoints=False)
     fake = _Snakemake(tmp_path, **fixed)
     monkeypatch.chdir(tmp_path)
     with pytest.raises((_Called, SystemExit)):
@@ -133,6 +133,7 @@ def test_script_and_cli_call_the_same_runner(script, tmp_path, monkeypatch, caps
 # (command, option dest) -> config key whose schema default the option's default must equal
 MAPPED = {
     ("download", "retries"): "data.retries",
+    ("train", "keep_checkpoints"): "train.keep_checkpoints",
     ("download", "backoff_s"): "data.backoff_s",
     ("download", "timeout_s"): "data.timeout_s",
     ("prepare-corpus", "min_chars"): "corpus.min_chars",
@@ -316,11 +317,11 @@ def test_train_runner_under_torchrun_starts_the_cli_with_the_same_work(tmp_path,
     monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: cmds.append(cmd))
     settings = settings_from_config({"init_model": "m"}, "simcse_san", 7)
     run_train(settings, ["c0.parquet", "c1.parquet"], tmp_path / "run", augment={"san": ["s0.parquet", "s1.parquet"]},
-              senteval_dir="se", nproc_per_node=2, log_path=tmp_path / "log.txt")
+              senteval_dir="se", nproc_per_node=2, keep_checkpoints=True, log_path=tmp_path / "log.txt")
     (cmd,) = cmds
     assert cmd[1:5] == ["-m", "torch.distributed.run", "--nproc_per_node=2", "-m"] and cmd[5] == "hardneg"
     args = build_parser().parse_args(cmd[6:])
     assert args.command == "train" and args.corpus == ["c0.parquet", "c1.parquet"]
     assert args.san == ["s0.parquet", "s1.parquet"] and args.senteval_dir == "se"
-    assert args.out == str(tmp_path / "run") and not args.no_resume
+    assert args.out == str(tmp_path / "run") and not args.no_resume and args.keep_checkpoints
     assert json.loads(Path(args.settings).read_text()) == settings.to_dict()

@@ -150,6 +150,21 @@ def test_resume_after_kill_gives_same_weights(tmp_path, tiny_mlm_dir, shards):
     assert strip(la) == strip(lb)
 
 
+def test_resume_state_is_removed_after_export_unless_kept(tmp_path, tiny_mlm_dir, shards):
+    """A finished job keeps model/metrics/summary and drops last.pt/best.pt (unless asked to keep them);
+    a halted job keeps them, since it must resume."""
+    s = settings(tiny_mlm_dir, max_steps=4)
+    train(s, shards["corpus"], tmp_path / "halted", halt_after_steps=2)
+    assert (next((tmp_path / "halted").glob("work-*")) / "last.pt").exists()
+    train(s, shards["corpus"], tmp_path / "halted")  # resumes, then cleans up
+    assert not list((tmp_path / "halted").glob("work-*"))
+    for name in ("model", "metrics.jsonl", "summary.json", "curve.png"):
+        assert (tmp_path / "halted" / name).exists(), name
+    train(s, shards["corpus"], tmp_path / "kept", keep_checkpoints=True)
+    kept = sorted(p.name for p in next((tmp_path / "kept").glob("work-*")).iterdir())
+    assert "last.pt" in kept and "rng-rank0.pt" in kept, kept
+
+
 def test_incompatible_checkpoint_is_refused(tmp_path, tiny_mlm_dir, shards):
     work = tmp_path / "work"
     train(settings(tiny_mlm_dir, max_steps=4), shards["corpus"], tmp_path / "a", work_dir=work, halt_after_steps=2)
@@ -310,7 +325,7 @@ def test_ddp_two_processes_matches_single_process_global_batch(tmp_path, tiny_ml
 def test_a_resumed_run_keeps_its_fallback_counts(tmp_path, tiny_mlm_dir, shards):
     """summary.json's fallback counters count every step once, across a kill and a re-run."""
     s = settings(tiny_mlm_dir, "hicl_simcse", max_steps=4, checkpoint_every=2, hicl_segment_length=8)
-    full = train(s, shards["corpus"], tmp_path / "full")
+    full = train(s, shards["corpus"], tmp_path / "full", keep_checkpoints=True)
     assert full["fallbacks"]["hicl_single_segment"] > 0  # the counter this test follows moves
     train(s, shards["corpus"], tmp_path / "killed", halt_after_steps=3)
     resumed = train(s, shards["corpus"], tmp_path / "killed")

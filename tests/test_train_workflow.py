@@ -93,9 +93,17 @@ def test_snakemake_train_rule(tmp_path, tiny_mlm_dir, mirror_dir):
     assert summary["steps"] == 2 and summary["global_batch"] == 8 and summary["data"]["rows_in"] == 40
     assert (tmp_path / "results/train/ci/simcse/seed3/model/1_Pooling/config.json").exists()
     assert (tmp_path / "logs/train/ci/simcse/seed3.log").read_text().strip()
-    # nothing to do on a second run (code_version and params are stable)
+    # the resume state went once the model was exported (train.keep_checkpoints: false)
+    assert not list((tmp_path / "results/train/ci/simcse/seed3").glob("work-*"))
+    # nothing to do on a second run (code_version and params are stable), nor with the resume
+    # state kept (keep_checkpoints is a derived param: no output depends on it)
     again = subprocess.run(cmd + ["-n"], check=False, capture_output=True, text=True, timeout=300)
     assert "Nothing to be done" in again.stdout + again.stderr
+    keep = tmp_path / "keep.yaml"
+    keep.write_text("train:\n  keep_checkpoints: true\n")
+    with_keep = cmd[:-3] + [str(keep)] + cmd[-3:]  # another --configfile overlay, before --cores
+    kept = subprocess.run(with_keep + ["-n"], check=False, capture_output=True, text=True, timeout=300)
+    assert "Nothing to be done" in kept.stdout + kept.stderr, kept.stdout[-3000:]
 
 
 def test_teacher_method_is_trained_first_in_the_dag(tmp_path, mirror_dir):

@@ -51,3 +51,8 @@ def _train_inputs(wc):
 def _train_targets():
     """The evaluation of every method x seed of train.methods / train.seeds."""
     return [eval_targets(config["experiment"], method, seed) for method, seed in train_runs()]
+
+
+def train_keep_checkpoints(wildcards, output):
+    """train.keep_checkpoints (never a re-run trigger: it changes no output)."""
+    return _TRAIN_CFG["keep_checkpoints"]

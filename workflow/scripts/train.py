@@ -22,5 +22,6 @@ settings = TrainSettings.from_dict(sm.params.settings)
 run_train(
     settings, list(sm.input.corpus), Path(sm.output.model).parent,
     augment={c: list(sm.input[c]) for c in settings.needed_columns()}, senteval_dir=sm.input.senteval,
-    nproc_per_node=int(sm.params.nproc_per_node), threads=sm.threads, log_path=sm.log[0],
+    nproc_per_node=int(sm.params.nproc_per_node), threads=sm.threads,
+    keep_checkpoints=bool(sm.params.keep_checkpoints), log_path=sm.log[0],
 )  # fmt: skip

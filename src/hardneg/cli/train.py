@@ -75,7 +75,8 @@ def _train(args: argparse.Namespace) -> int:
     # in this process: under torchrun every process runs this command (train.nproc_per_node is
     # the workflow's way to start torchrun)
     summary = run_train(settings, args.corpus, args.out, augment=aug, senteval_dir=args.senteval_dir,
-                        threads=args.threads, resume=not args.no_resume)
+                        threads=args.threads, resume=not args.no_resume,
+                        keep_checkpoints=args.keep_checkpoints)
     if summary:
         print(f"{settings.method} seed {settings.seed}: STS-B dev {summary['stsb_dev']} "
               f"(step {summary['best_step']} of {summary['steps']}); model in {Path(args.out) / 'model'}")
@@ -103,6 +104,9 @@ def register(subparsers) -> None:
     p.add_argument("--senteval-dir", help="SentEval folder: STS-B dev model selection (omit: keep the last step)")
     p.add_argument("--out", help="run folder: model/, metrics.jsonl, curve.png, summary.json")
     p.add_argument("--no-resume", action="store_true", help="ignore an existing checkpoint")
+    p.add_argument("--keep-checkpoints", action="store_true", default=schema_default("train.keep_checkpoints"),
+                   help="keep the resume state (OUT/work-*/: last.pt, best.pt) after the model is exported "
+                        "(default: %(default)s, train.keep_checkpoints)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's own; under torchrun: OMP_NUM_THREADS)")
     p.add_argument("--list-presets", action="store_true", help="print the method presets and exit")

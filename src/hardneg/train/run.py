@@ -28,11 +28,13 @@ def run_train(
     nproc_per_node: int = 1,
     threads: int | None = None,
     resume: bool = True,
+    keep_checkpoints: bool = False,
     log_path: str | Path | None = None,
 ) -> dict[str, Any] | None:
     """Train ``settings`` on the corpus (+ augmentation shards per column) into ``out_dir``
     (model/, metrics.jsonl, curve.png, summary.json); returns the summary (None under torchrun).
-    ``threads`` sets this process's torch CPU threads (torchrun's processes keep their own)."""
+    ``threads`` sets this process's torch CPU threads (torchrun's processes keep their own);
+    ``keep_checkpoints`` keeps the resume state (``work-*/``) after the model is exported."""
     import torch
 
     out_dir = Path(out_dir)
@@ -50,6 +52,8 @@ def run_train(
         cmd += ["--out", str(out_dir)]
         if not resume:
             cmd += ["--no-resume"]
+        if keep_checkpoints:
+            cmd += ["--keep-checkpoints"]
         for col, paths in aug.items():
             cmd += [f"--{col}", *paths]
         if log_path is None:
@@ -60,4 +64,5 @@ def run_train(
         return None
     from hardneg.train.trainer import train
 
-    return train(settings, list(corpus), out_dir, augment_shards=aug, senteval_dir=senteval_dir, resume=resume)
+    return train(settings, list(corpus), out_dir, augment_shards=aug, senteval_dir=senteval_dir, resume=resume,
+                 keep_checkpoints=keep_checkpoints)

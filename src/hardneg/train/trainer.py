@@ -33,6 +33,7 @@ from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
 from hardneg.train.checkpoint import (
     Checkpointer,
     IncompatibleCheckpoint,  # noqa: F401  # re-exported: callers catch it here
+    remove_resume_state,
     save_atomic,
     trim_metrics,
 )
@@ -207,11 +208,13 @@ def train(
     resume: bool = True,
     halt_after_steps: int | None = None,
     data: TrainingData | None = None,
+    keep_checkpoints: bool = False,
 ) -> dict[str, Any]:
     """Train one method x seed; export the best model to ``out_dir/model``.
 
     Writes ``out_dir/{model/, metrics.jsonl, curve.png, summary.json}``; checkpoints live in
-    ``work_dir`` (default ``out_dir/work-<settings fingerprint>``) so a re-run resumes.
+    ``work_dir`` (default ``out_dir/work-<settings fingerprint>``) so a re-run resumes; they are
+    deleted once the model is exported unless ``keep_checkpoints``.
     ``halt_after_steps`` stops this process after that many steps without exporting (as a job
     killed mid-run would; used by the resume test).
     """
@@ -423,4 +426,7 @@ def train(
         _plot_curve(metrics_path, out_dir / "curve.png")
         write_json_atomic(summary, out_dir / "summary.json")
     D.barrier(info)
+    if info.is_main and not keep_checkpoints:  # the job is complete: resume state is dead weight
+        freed = remove_resume_state(work)
+        log.info("removed the resume state in %s (%.1f MB; train.keep_checkpoints keeps it)", work, freed / 1e6)
     return summary
