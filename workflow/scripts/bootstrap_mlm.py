@@ -1,10 +1,8 @@
 """Snakemake adapter: corpus shards -> a fitted MLM folder (hardneg.augment.san.run.run_bootstrap_mlm)."""
 
-import logging
+from hardneg.augment.san.run import run_bootstrap_mlm
+from hardneg.runlog import run_rule
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-from hardneg.augment.san.run import run_bootstrap_mlm  # noqa: E402
-
-run_bootstrap_mlm(list(snakemake.input.corpus), snakemake.output.model, dict(snakemake.params.cfg),
-                  seed=snakemake.params.seed, threads=snakemake.threads)
+sm = snakemake  # noqa: F821 (snakemake injects this object)
+run_rule(run_bootstrap_mlm, sm.log[0], list(sm.input.corpus), sm.output.model, dict(sm.params.cfg),
+         seed=sm.params.seed, threads=sm.threads)

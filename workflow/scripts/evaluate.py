@@ -1,27 +1,25 @@
 """Snakemake adapter: evaluate one model (hardneg.evaluate.run.evaluate_model)."""
 
-import logging
-
 from hardneg.cluster.gpus import lease_gpu
 
-if snakemake.resources.get("gpu", 0):  # noqa: F821  (one device per job, before CUDA starts)
+sm = snakemake  # noqa: F821 (snakemake injects this object)
+if sm.resources.get("gpu", 0):  # one device per job, before CUDA starts
     lease_gpu()
 
 import torch
 
 from hardneg.config import with_defaults
 from hardneg.evaluate.run import evaluate_model
+from hardneg.runlog import run_rule
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
-                    format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-torch.set_num_threads(max(1, snakemake.threads))  # noqa: F821
-m = snakemake.params.model  # noqa: F821
-cfg = with_defaults("evaluate", snakemake.params.cfg)  # noqa: F821
-evaluate_model(
-    m["model"], snakemake.input.senteval, snakemake.output.sts,  # noqa: F821
+torch.set_num_threads(max(1, sm.threads))
+m = sm.params.model
+cfg = with_defaults("evaluate", sm.params.cfg)
+run_rule(
+    evaluate_model, sm.log[0], m["model"], sm.input.senteval, sm.output.sts,
     pooler=m["pooler"], template=m["template"], max_length=cfg["max_length"],
-    device=snakemake.params.device, batch_size=snakemake.params.batch_size,  # noqa: F821
-    max_pairs=cfg.get("max_pairs"), predictions_out=snakemake.output.predictions,  # noqa: F821
-    splits_path=snakemake.input.splits, cont_oppn_out=snakemake.output.cont_oppn,  # noqa: F821
+    device=sm.params.device, batch_size=sm.params.batch_size,
+    max_pairs=cfg["max_pairs"], predictions_out=sm.output.predictions,
+    splits_path=sm.input.splits, cont_oppn_out=sm.output.cont_oppn,
     show_progress=False,
-)
+)  # fmt: skip

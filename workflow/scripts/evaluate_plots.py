@@ -1,10 +1,9 @@
 """Snakemake adapter: plots of one evaluation (hardneg.evaluate.run.run_plots)."""
 
-import logging
-
 from hardneg.evaluate.run import run_plots
+from hardneg.runlog import run_rule
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO)  # noqa: F821
-wc = snakemake.wildcards  # noqa: F821
-run_plots(snakemake.input.cont_oppn, snakemake.input.predictions, snakemake.output.cont_oppn,  # noqa: F821
-          snakemake.output.hard_pairs, label=f"{wc.experiment}/{wc.method}/seed{wc.seed}")  # noqa: F821
+sm = snakemake  # noqa: F821 (snakemake injects this object)
+wc = sm.wildcards
+run_rule(run_plots, sm.log[0], sm.input.cont_oppn, sm.input.predictions, sm.output.cont_oppn,
+         sm.output.hard_pairs, label=f"{wc.experiment}/{wc.method}/seed{wc.seed}")

@@ -3,17 +3,12 @@
 from pathlib import Path
 
 from hardneg.report.build import build_report
-from hardneg.runlog import log_to
+from hardneg.runlog import run_rule
 
-log_to(snakemake.log[0])  # noqa: F821
-build_report(
-    Path(snakemake.output.summary).parent,  # noqa: F821
-    sts=snakemake.input.sts,  # noqa: F821
-    cont_oppn=snakemake.input.cont_oppn,  # noqa: F821
-    metrics=snakemake.input.metrics,  # noqa: F821
-    summaries=snakemake.input.summaries,  # noqa: F821
-    augment=snakemake.input.augment,  # noqa: F821
-    bench_dir=snakemake.params.bench_dir,  # noqa: F821
-    experiment=snakemake.params.experiment,  # noqa: F821
-    examples=snakemake.params.examples,  # noqa: F821
-)
+sm = snakemake  # noqa: F821 (snakemake injects this object)
+run_rule(
+    build_report, sm.log[0], Path(sm.output.summary).parent,
+    sts=sm.input.sts, cont_oppn=sm.input.cont_oppn, metrics=sm.input.metrics, summaries=sm.input.summaries,
+    augment=sm.input.augment, bench_dir=sm.params.bench_dir, experiment=sm.params.experiment,
+    examples=sm.params.examples,
+)  # fmt: skip

@@ -9,18 +9,17 @@ from hardneg.cluster.gpus import lease_gpu
 
 # one device per single-process job on a multi-GPU machine, before CUDA starts (torchrun jobs
 # use every visible GPU)
-if snakemake.resources.get("gpu", 0) and int(snakemake.params.nproc_per_node) <= 1:  # noqa: F821
+sm = snakemake  # noqa: F821 (snakemake injects this object)
+if sm.resources.get("gpu", 0) and int(sm.params.nproc_per_node) <= 1:
     lease_gpu()
 
-from hardneg.runlog import log_to
+from hardneg.runlog import run_rule
 from hardneg.train.run import run_train
 from hardneg.train.settings import TrainSettings
 
-sm = snakemake  # noqa: F821
-log_to(sm.log[0])
 settings = TrainSettings.from_dict(sm.params.settings)
-run_train(
-    settings, list(sm.input.corpus), Path(sm.output.model).parent,
+run_rule(
+    run_train, sm.log[0], settings, list(sm.input.corpus), Path(sm.output.model).parent,
     augment={c: list(sm.input[c]) for c in settings.needed_columns()}, senteval_dir=sm.input.senteval,
     nproc_per_node=int(sm.params.nproc_per_node), threads=sm.threads,
     keep_checkpoints=bool(sm.params.keep_checkpoints), log_path=sm.log[0],
