@@ -24,7 +24,13 @@ import polars as pl
 import torch
 
 from hardneg.augment.san.lexicon import load_lexicon
-from hardneg.augment.san.mask_predict import MaskPredictor, SanConfig, _decode, _encode, augment_frame
+from hardneg.augment.san.mask_predict import (
+    MaskPredictor,
+    SanConfig,
+    _decode,
+    _encode,
+    augment_frame,
+)
 from hardneg.models.load import load_masked_lm
 from hardneg.text.mer import mer
 

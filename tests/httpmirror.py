@@ -14,22 +14,24 @@ import email.utils
 import hashlib
 import http.server
 import threading
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
-from typing import Iterator
+from typing import ClassVar
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
-    truncate_first: dict[str, int] = {}  # path -> bytes to send before dropping, once
-    corrupt: set[str] = set()  # paths served with one flipped byte
-    bad_content_range: set[str] = set()  # paths whose 206 announces a wrong start offset
-    hits: list[tuple[str, str | None]] = []
-    if_ranges: list[str | None] = []
+    # class-level on purpose: serve() makes a subclass with fresh containers per server
+    truncate_first: ClassVar[dict[str, int]] = {}  # path -> bytes to send before dropping, once
+    corrupt: ClassVar[set[str]] = set()  # paths served with one flipped byte
+    bad_content_range: ClassVar[set[str]] = set()  # paths whose 206 announces a wrong start offset
+    hits: ClassVar[list[tuple[str, str | None]]] = []
+    if_ranges: ClassVar[list[str | None]] = []
 
     def log_message(self, *args):  # keep test output quiet
         pass
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         path = Path(self.translate_path(self.path))
         self.hits.append((self.path, self.headers.get("Range")))
         self.if_ranges.append(self.headers.get("If-Range"))

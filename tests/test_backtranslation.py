@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 import torch
 
-from hardneg.augment.backtranslation.translate import backtranslate_frame, parse_pivots
 from hardneg.augment.backtranslation.apertium import ApertiumTranslator
 from hardneg.augment.backtranslation.seq2seq import TransformersTranslator
+from hardneg.augment.backtranslation.translate import backtranslate_frame, parse_pivots
 from hardneg.models.tiny_fsmt import build_tiny_fsmt
 
 SPA = {"name": "spa", "forward": "eng-spa", "backward": "spa-eng"}

@@ -42,7 +42,7 @@ def test_drops_have_reasons_and_counts_add_up(tmp_path):
 
 def test_cap_and_static_shards(tmp_path):
     lines = b"".join(f"sentence number {i}\n".encode() for i in range(20))
-    out, shards, m = _run(tmp_path, lines, max_sentences=10, shard_size=4)
+    _, shards, m = _run(tmp_path, lines, max_sentences=10, shard_size=4)
     assert [s["rows"] for s in m["shards"]] == [4, 4, 2]
     assert m["lines_read"] == 10 and m["lines_after_cap"] == 10
     ids = [pl.read_parquet(s)["id"].to_list() for s in shards]
@@ -50,7 +50,7 @@ def test_cap_and_static_shards(tmp_path):
 
 
 def test_trailing_shards_may_be_empty(tmp_path):
-    out, shards, m = _run(tmp_path, b"only one\n", max_sentences=10, shard_size=4)
+    _, shards, m = _run(tmp_path, b"only one\n", max_sentences=10, shard_size=4)
     assert [s["rows"] for s in m["shards"]] == [1, 0, 0]
     empty = pl.read_parquet(shards[2])
     assert empty.height == 0 and empty.columns == ["id", "text", "in_eval"]
@@ -74,7 +74,7 @@ def test_leakage_against_senteval(tmp_path, senteval_dir):
     sts_line = (senteval_dir / "STS/STSBenchmark/sts-test.csv").read_text().splitlines()[0]
     tokenised = sts_line.split("\t")[5]
     raw = tokenised.replace(" .", ".").capitalize()
-    out, shards, m = _run(tmp_path, f"{raw}\nNot in any benchmark xyzzy.\n".encode(),
+    _, shards, m = _run(tmp_path, f"{raw}\nNot in any benchmark xyzzy.\n".encode(),
                           senteval_dir=senteval_dir)
     assert m["leakage"]["kept_sentences_in_eval"] == 1
     assert m["leakage"]["per_dataset"]["STSBenchmark"] == 1

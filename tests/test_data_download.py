@@ -59,10 +59,9 @@ def test_truncated_transfer_resumes_with_range(tmp_path, mirror_dir):
 
 
 def test_checksum_mismatch_fails_and_leaves_nothing(tmp_path, mirror_dir):
-    with serve(mirror_dir) as (base, _):
-        with pytest.raises(DownloadError, match="sha256 mismatch") as err:
-            download(UPSTREAM + WIKI, tmp_path / WIKI, mirror=base, sha256="0" * 64,
-                     retries=1, backoff_s=0, progress=False)
+    with serve(mirror_dir) as (base, _), pytest.raises(DownloadError, match="sha256 mismatch") as err:
+        download(UPSTREAM + WIKI, tmp_path / WIKI, mirror=base, sha256="0" * 64,
+                 retries=1, backoff_s=0, progress=False)
     assert UPSTREAM + WIKI in str(err.value)
     assert list(tmp_path.iterdir()) == []
 

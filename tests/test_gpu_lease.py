@@ -68,8 +68,8 @@ def test_bad_settings_are_named(machine, monkeypatch):
 def test_a_killed_job_releases_its_gpu(machine, monkeypatch):
     env = dict(os.environ)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from hardneg.cluster.gpus import lease_gpu; "
-                               "print(lease_gpu(), flush=True); time.sleep(60)"],
+        [sys.executable, "-c", ("import sys, time; from hardneg.cluster.gpus import lease_gpu; "
+                                "print(lease_gpu(), flush=True); time.sleep(60)")],
         env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "0"

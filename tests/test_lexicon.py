@@ -55,7 +55,7 @@ def test_lexicon_for_another_tokenizer_is_refused(lexicon_path, tmp_path):
     from transformers import BertTokenizerFast
 
     vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "dog", "runs"]) + "\n")
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ndog\nruns\n")
     other = BertTokenizerFast(vocab_file=str(vocab))
     with pytest.raises(ValueError, match=r"lexicon was built for tokenizer .* but the MLM uses Bert\w*Tokenizer"):
         lx.load_lexicon(lexicon_path, tokenizer=other, mlm_name="the MLM")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from hardneg.augment.backtranslation.translate import CANDIDATE_DTYPE
 from hardneg.augment.backtranslation.paraphrase import ParaphraseConfig, select_frame, summarize
+from hardneg.augment.backtranslation.translate import CANDIDATE_DTYPE
 from hardneg.text import mer
 
 ORIG = "the cat sat on the mat today"  # 7 words

@@ -65,8 +65,8 @@ def test_edits_are_deterministic_per_sentence_id():
 
 
 def test_transform_counts_add_up_and_do_not_depend_on_order(nlp):
-    paras = pl.DataFrame({"id": [10, 11, 12], "paraphrase": ["It has been reported that Bryan Cranston "
-                          "will reprise his role as Walter White.", None, "Every evening she plays piano."],
+    paras = pl.DataFrame({"id": [10, 11, 12], "paraphrase": [("It has been reported that Bryan Cranston "
+                          "will reprise his role as Walter White."), None, "Every evening she plays piano."],
                           "status": ["ok", "dropped", "ok"], "reason": [None, "no candidate with MER in range", None],
                           "detail": ["pivot spa", None, "pivot spa"]})
     rows, sources = P.transform(_frame(), seed=5, negation_cfg=NEG, paraphrases=paras, nlp=nlp)
@@ -158,8 +158,8 @@ def test_cli_probe_minilm(tmp_path, minilm_path, capsys):
     paras = tmp_path / "para.parquet"
     write_shard(pl.DataFrame({"id": pl.Series([0, 1], dtype=pl.Int64), "text": SENTS[:2],
                               "status": ["ok", "ok"], "reason": pl.Series([None, None], dtype=pl.String),
-                              "paraphrase": ["It has been reported that Bryan Cranston will reprise his role "
-                                             "as Walter White in a spin-off of Breaking Bad.",
+                              "paraphrase": [("It has been reported that Bryan Cranston will reprise his role "
+                                              "as Walter White in a spin-off of Breaking Bad."),
                                              "On the mat, the cat was sitting."],
                               "paraphrase_pivot": ["spa", "spa"]}), paras)
     out, pairs = tmp_path / "probe.json", tmp_path / "probe.parquet"

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hardneg.augment.backtranslation.paraphrase import ParaphraseConfig, select_frame
 from hardneg.augment.backtranslation.translate import backtranslate_frame
 from hardneg.augment.negation.negate import NegationConfig, load_nlp, negate_frame
-from hardneg.augment.backtranslation.paraphrase import ParaphraseConfig, select_frame
 from hardneg.augment.san.mask_predict import MaskPredictor, SanConfig, augment_frame
 from hardneg.data.corpus import prepare_corpus
 from hardneg.data.leakage import match_key

@@ -77,7 +77,7 @@ def test_rule_files_are_included_and_named_by_stage():
     included = re.findall(r'^include: "rules/([\w/]+\.smk)"', snakefile, flags=re.MULTILINE)
     assert included[:2] == ["common.smk", "functions/paths.smk"]  # paths before any rule file
     assert sorted(included[2:]) == sorted(p.name for p in (ROOT / "rules").glob("*.smk") if p.name != "common.smk")
-    rules = {r for p in (ROOT / "rules").glob("*.smk") for r in re.findall(r"^rule (\w+):", p.read_text(), flags=re.M)}
+    rules = {r for p in (ROOT / "rules").glob("*.smk") for r in re.findall(r"^rule (\w+):", p.read_text(), flags=re.MULTILINE)}
     assert {"negate", "backtranslate", "select_paraphrase", "osscse_all"} <= rules  # names users and profiles use
 
 

@@ -15,7 +15,7 @@ def _index_backward_grads(repeats: int) -> set[bytes]:
     upstream = torch.randn(8, 40, 384, generator=gen)
     seen = set()
     for r in range(repeats):
-        _spacer = torch.empty(1000 * r + 7)  # noqa: F841  (moves later allocations around)
+        _spacer = torch.empty(1000 * r + 7)
         p = p0.clone().requires_grad_()
         (p[idx] * upstream).sum().backward()
         seen.add(p.grad.numpy().tobytes())

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from httpmirror import serve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,7 +18,7 @@ CONFIGS = ["--configfile", str(ROOT / "config.yaml"), str(ROOT / "experiments" /
 
 def smk(workdir: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     cmd = [*SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "-d", str(workdir), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 @pytest.mark.integration
@@ -72,14 +71,14 @@ def test_config_typo_is_reported_with_key_path(tmp_path):
 @pytest.mark.integration
 def test_lint_and_full_dag_dry_runs(tmp_path):
     lint = subprocess.run([*SNAKEMAKE, "--lint"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, check=False)
     assert lint.returncode == 0, lint.stdout[-3000:] + lint.stderr[-3000:]
     for configs in ([], ["--configfile", str(ROOT / "config.yaml"),
                          str(ROOT / "experiments" / "quick.yaml")], CONFIGS):
         # In the repository itself: configs name ../shared paths relative to it, as users run it.
         dry = subprocess.run([*SNAKEMAKE, *configs, "-n", "--forceall", "--nolock", "--quiet",
                               "rules"],
-                             cwd=ROOT, capture_output=True, text=True, timeout=300)
+                             cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
         assert dry.returncode == 0, dry.stderr[-3000:]
         planned = dry.stdout + dry.stderr
         for rule in ("download", "prepare_corpus", "lexicon", "san", "negate", "backtranslate",

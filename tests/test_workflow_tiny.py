@@ -17,9 +17,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tinyrun import BIN, REPO, SNAKEMAKE, TINY, output_digests, run
 
 from hardneg.cluster.workdir import link_workflow
-from tinyrun import BIN, REPO, SNAKEMAKE, TINY, output_digests, run
 
 # the Slurm run: every rule, fewer training methods (experiments/tiny-slurm.yaml says which)
 TINY_SLURM = [*TINY, "experiments/tiny-slurm.yaml"]

@@ -51,7 +51,7 @@ def resolve_url(url: str, mirror: str | None) -> str:
     return (folder / path.lstrip("/")).as_uri()
 
 
-def _sha256_of(path: Path) -> "hashlib._Hash":
+def _sha256_of(path: Path) -> hashlib._Hash:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(CHUNK), b""):
@@ -93,7 +93,7 @@ def _content_range(value: str | None) -> tuple[int | None, int | None]:
     return (int(m[1]) if m[1] else None), (int(m[2]) if m[2] != "*" else None)
 
 
-def _copy(read, part: Path, have: int, total: int | None, name: str, progress: bool) -> "hashlib._Hash":
+def _copy(read, part: Path, have: int, total: int | None, name: str, progress: bool) -> hashlib._Hash:
     h = _sha256_of(part) if have else hashlib.sha256()
     with open(part, "ab" if have else "wb") as fout, tqdm(
         total=total, initial=have, unit="B", unit_scale=True, desc=name, disable=not progress
@@ -105,7 +105,7 @@ def _copy(read, part: Path, have: int, total: int | None, name: str, progress: b
     return h
 
 
-def _fetch_file(source: str, part: Path, progress: bool) -> tuple["hashlib._Hash", bool]:
+def _fetch_file(source: str, part: Path, progress: bool) -> tuple[hashlib._Hash, bool]:
     src = Path(urllib.request.url2pathname(urlsplit(source).path))
     if not src.is_file():
         raise FileNotFoundError(f"no such file in mirror: {src}")
@@ -124,7 +124,7 @@ def _fetch_file(source: str, part: Path, progress: bool) -> tuple["hashlib._Hash
     return h, bool(have)
 
 
-def _fetch_http(source: str, part: Path, timeout_s: float, progress: bool) -> tuple["hashlib._Hash", bool]:
+def _fetch_http(source: str, part: Path, timeout_s: float, progress: bool) -> tuple[hashlib._Hash, bool]:
     have = part.stat().st_size if part.exists() else 0
     meta = _load_sidecar(part) if have else None
     if have and (meta is None or meta.get("source") != source or meta.get("total") is None

@@ -116,8 +116,8 @@ def backtranslate_paraphrases(frame: pl.DataFrame, bt_cfg: dict[str, Any], para_
                               translator=None) -> pl.DataFrame:
     """Paraphrases of the probe set made here with the back-translation library (MER-filtered
     selection as for training: :mod:`hardneg.augment.backtranslation.paraphrase`)."""
-    from hardneg.augment.backtranslation.translate import backtranslate_frame
     from hardneg.augment.backtranslation.paraphrase import ParaphraseConfig, select_frame
+    from hardneg.augment.backtranslation.translate import backtranslate_frame
 
     cands = backtranslate_frame(frame.select("id", "text"), bt_cfg, translator=translator)
     sel = select_frame(cands, ParaphraseConfig.from_dict(para_cfg))

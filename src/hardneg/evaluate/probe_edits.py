@@ -32,7 +32,7 @@ KINDS = ("deletion", "insertion", "substitution", "random")
 _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 # Fillers that rarely change a sentence's meaning (used for insertion when no MLM is given).
 FILLERS = ("also", "really", "indeed", "actually", "still", "certainly", "just", "even")
-_CORE = re.compile(r"^(\W*)(.*?)(\W*)$", re.S)
+_CORE = re.compile(r"^(\W*)(.*?)(\W*)$", re.DOTALL)
 _HAS_LETTER = re.compile(r"[^\W\d_]")
 
 
@@ -79,7 +79,7 @@ def delete_one(text: str, seed: int, sentence_id: int) -> Edit:
     if len(words) < 2 or not cand:
         return Edit(None, "fewer than 2 words" if len(words) < 2 else "no word with a letter")
     i = int(cand[rng_for(seed, sentence_id, "deletion").integers(len(cand))])
-    pre, _, post = split_core(words[i])
+    _, _, post = split_core(words[i])
     rest = words[:i] + words[i + 1 :]
     # Keep the sentence's final punctuation if it sat on the deleted word ("claims." -> "report.").
     if post and i == len(words) - 1 and rest:

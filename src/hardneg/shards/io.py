@@ -14,8 +14,9 @@ import json
 import os
 import signal
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import polars as pl
 import pyarrow as pa

@@ -79,7 +79,7 @@ class Checkpointer:
         step = ckpt["step"]
         rank = torch.load(self.rng_path, weights_only=False)[step]
         # {"rng", "counters"} since the counters were checkpointed; before, the RNG state alone
-        set_rng_state(rank["rng"] if "rng" in rank else rank)
+        set_rng_state(rank.get("rng", rank))
         self.restored_counters = rank.get("counters", {}) if "rng" in rank else {}
         self.saved_step = step
         return step, ckpt["best_score"], ckpt["best_step"]
