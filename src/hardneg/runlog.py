@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
-import traceback
 from pathlib import Path
 
 
@@ -27,16 +27,14 @@ def run_rule(func, log_path: str | Path | None, /, *args, **kwargs):
     """Run a rule's entry point: log to its file, turn user-facing errors into one clear line.
 
     Errors raised by the library already name the file, line or setting; a deep traceback would
-    only bury that message, so it is logged at ERROR and the job exits with status 1. The
-    traceback still goes to the end of the rule's log file, for a bug report.
+    only bury that message, so it is logged at ERROR and the job exits with status 1. With
+    ``HARDNEG_TRACEBACK=1`` in the environment the error propagates whole, for a bug report.
     """
     log_to(log_path)
     try:
         return func(*args, **kwargs)
     except (ValueError, FileNotFoundError, RuntimeError, OSError) as exc:
         logging.getLogger("hardneg").error("%s: %s", type(exc).__name__, exc)
-        if log_path:
-            with open(log_path, "a") as fh:
-                fh.write("traceback (for a bug report):\n")
-                traceback.print_exc(file=fh)
+        if os.environ.get("HARDNEG_TRACEBACK", "") not in ("", "0"):
+            raise
         sys.exit(1)
