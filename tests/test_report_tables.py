@@ -75,11 +75,11 @@ def test_sts_mean_and_std_over_seeds(results):
     table = collect.sts_summary(long)
     assert table["method"].to_list() == ["baseline", "simcse"]  # baseline first
     row = table.row(1, named=True)
-    assert row["STS12"] == "61.0 ± 1.41"  # mean 61, sample std sqrt(2)
-    assert row["STSBenchmark"] == "72.0 ± 2.83"
+    assert row["STS12"] == "61.00 ± 1.41"  # mean 61, sample std sqrt(2)
+    assert row["STSBenchmark"] == "72.00 ± 2.83"
     assert row["seeds"] == 2
     assert table.columns[:4] == ["method", "STS12", "STSBenchmark", "avg"]
-    assert table.row(0, named=True)["STS12"] == "50.0 ± —"  # one seed: no std, not "± 0.0"
+    assert table.row(0, named=True)["STS12"] == "50.00 ± —"  # one seed: no std, not "± 0.0"
 
 
 def test_augmentation_counts_add_up(results):
@@ -99,7 +99,7 @@ def test_build_report_writes_everything_deterministically(results, tmp_path):
     assert a["summary.json"].read_bytes() == b["summary.json"].read_bytes()
     assert a["sts.png"].read_bytes() == b["sts.png"].read_bytes()
     html = a["sts.html"].read_text()
-    assert 'id="sts-summary"' in html and "61.0 ± 1.41" in html
+    assert 'id="sts-summary"' in html and "61.00 ± 1.41" in html
     assert "too short" in a["augmentation.html"].read_text()
     bench = a["benchmarks.html"].read_text()
     assert "train" in bench and "12.50" in bench and "800.10" in bench
@@ -149,7 +149,7 @@ def test_one_column_order_dash_for_one_seed_links_and_embedded_plots(seven, tmp_
     assert _headers(html, "sts-summary") == ["method", *PAPER_ORDER, "seeds"]
     assert _headers(html, "sts-per-seed") == ["method", "seed", *PAPER_ORDER]
     # one seed (sncse, baseline): "—", never "± 0.0"; two seeds: mean ± sample std
-    assert "± 0.0<" not in html and ">70.0 ± —<" in html and ">61.0 ± 1.41<" in html
+    assert "± 0.00<" not in html and ">70.00 ± —<" in html and ">61.00 ± 1.41<" in html
     for method, seeds in (("simcse", 2), ("sncse", 1)):
         url = PAPER_URLS[METHOD_PAPER[method]]
         assert html.count(f'<a href="{url}"') == 1 + seeds, method  # summary row + per-seed rows
@@ -190,3 +190,10 @@ def test_sts_page_screenshot_in_headless_chromium(seven, tmp_path):
     # The table is drawn on the left: dark text pixels.
     left = img.crop((0, 0, img.width // 2, img.height)).convert("L")
     assert sum(left.histogram()[:100]) > 2000
+
+
+def test_mean_std_text_two_decimals_and_dash_for_one_seed():
+    assert collect.mean_std_text(80.6, 0.414, 3) == "80.60 ± 0.41"  # papers' tables: 2 decimals
+    assert collect.mean_std_text(-3.0, 1.0, 2) == "-3.00 ± 1.00"
+    assert collect.mean_std_text(80.6, None, 1) == "80.60 ± —"
+    assert collect.mean_std_text(80.6, 0.0, 1) == "80.60 ± —"  # one seed: undefined, not 0

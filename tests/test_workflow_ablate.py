@@ -90,10 +90,25 @@ def test_compare_puts_variants_side_by_side(tmp_path):
         b.write_text(json.dumps({"STS12": {"spearman": 1.0}}))
     md = compare("tau2", "tiny", variants, tmp_path)
     text = md.read_text()
-    assert "| tau0.05 | simcse_san | 71.0 ± 1.41 | 71.0 ± 1.41 |" in text
-    assert "| tau0.06 | simcse_san | 72.0 ± 1.41 |" in text
+    assert "| tau0.05 | simcse_san | 71.00 ± 1.41 | 71.00 ± 1.41 |" in text
+    assert "| tau0.06 | simcse_san | 72.00 ± 1.41 |" in text
     assert "baseline" not in text
     data = json.loads(md.with_suffix(".json").read_text())
     assert {r["variant"] for r in data["rows"]} == {"tau0.05", "tau0.06"}
     with pytest.raises(FileNotFoundError, match="no results under results/eval/tiny-tau2-tau0.07"):
         compare("tau2", "tiny", load_family("tau2", "tiny", REPO)[2:3], tmp_path)
+
+
+def test_compare_one_seed_shows_a_dash_and_null_std(tmp_path):
+    v = load_family("tau2", "tiny", REPO)[0]
+    p = tmp_path / "results/eval" / v.experiment / "simcse_san" / "seed1" / "sts.json"
+    p.parent.mkdir(parents=True)
+    p.write_text(json.dumps({"STS12": {"spearman": 70.5}, "SICKRelatedness": {"spearman": 69.0},
+                             "avg": {"spearman": 69.75}}))
+    md = compare("tau2", "tiny", [v], tmp_path)
+    text = md.read_text()
+    # the report's column order (SICK-R after STS-B) and its one-seed cell: "± —", never "± 0.00"
+    assert "| variant | method | STS12 | SICKRelatedness | avg |" in text
+    assert f"| {v.name} | simcse_san | 70.50 ± — | 69.00 ± — | 69.75 ± — |" in text
+    rows = json.loads(md.with_suffix(".json").read_text())["rows"]
+    assert {r["s"] for r in rows} == {None} and {r["seeds"] for r in rows} == {1}

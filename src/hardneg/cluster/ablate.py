@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from hardneg.config import ConfigError, deep_merge, load_config, load_yaml
-from hardneg.report.collect import sts_long
+from hardneg.report.collect import sts_columns, sts_long, with_mean_std_cell
 from hardneg.shards import write_json_atomic
 from hardneg.shards.io import atomic_path
 
@@ -127,12 +127,13 @@ def compare(family: str, base_experiment: str, chosen: Sequence[Variant], root: 
                                     f"results/eval/{v.experiment}/ (did its run finish?)")
         frames.append(sts_long(paths).with_columns(pl.lit(v.name).alias("variant")))
     long = pl.concat(frames)
-    agg = (long.group_by("variant", "method", "dataset", maintain_order=True)
-           .agg(pl.col("spearman").mean().alias("m"), pl.col("spearman").std(ddof=1).fill_null(0).alias("s"),
-                pl.len().alias("seeds"))
-           .with_columns(pl.format("{} ± {}", pl.col("m").round(2), pl.col("s").round(2)).alias("cell")))
-    order = [d for d in ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark",
-                         "SICKRelatedness", "avg") if d in set(agg["dataset"])]
+    # one seed: std is null in the JSON and "± —" in the table, as in the report (never 0)
+    agg = with_mean_std_cell(
+        long.group_by("variant", "method", "dataset", maintain_order=True)
+        .agg(pl.col("spearman").mean().alias("m"), pl.col("spearman").std(ddof=1).alias("s"),
+             pl.len().alias("seeds")),
+        mean="m", std="s")
+    order = sts_columns(agg["dataset"])
     wide = agg.pivot(on="dataset", index=["variant", "method"], values="cell").select("variant", "method", *order)
     lines = [f"| {' | '.join(wide.columns)} |", "|" + "---|" * wide.width]
     lines += [f"| {' | '.join('' if c is None else str(c) for c in row)} |" for row in wide.iter_rows()]

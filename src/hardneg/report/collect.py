@@ -71,21 +71,29 @@ def _baseline_first(frame: pl.DataFrame, *by: str) -> pl.DataFrame:
             .sort("_b", "method", *by).drop("_b"))
 
 
+def mean_std_text(mean: float, std: float | None, seeds: int) -> str:
+    """``"80.60 ± 0.41"``: two decimals, as the papers' tables print them; ``"80.60 ± —"`` for
+    one seed, whose sample std is undefined (never ``± 0.00``)."""
+    spread = f"{std:.2f}" if seeds > 1 and std is not None else NO_STD
+    return f"{mean:.2f} ± {spread}"
+
+
+def with_mean_std_cell(agg: pl.DataFrame, mean: str = "mean", std: str = "std",
+                       seeds: str = "seeds") -> pl.DataFrame:
+    """``agg`` with a ``cell`` column of ``mean_std_text`` (the report's and the ablations' cells)."""
+    cells = [mean_std_text(m, s, n) for m, s, n in zip(agg[mean], agg[std], agg[seeds], strict=True)]
+    return agg.with_columns(pl.Series("cell", cells, dtype=pl.String))
+
+
 def sts_summary(long: pl.DataFrame) -> pl.DataFrame:
     """Mean ± sample std (ddof=1) over seeds, per method × dataset, wide: one row per method,
     columns in ``STS_ORDER``; a method with one seed shows ``mean ± —``."""
-    agg = (
+    agg = with_mean_std_cell(
         long.group_by("method", "dataset", maintain_order=True)
         .agg(
             pl.col("spearman").mean().alias("mean"),
             pl.col("spearman").std(ddof=1).alias("std"),
             pl.len().alias("seeds"),
-        )
-        .with_columns(
-            pl.when(pl.col("seeds") > 1)
-            .then(pl.format("{} ± {}", pl.col("mean").round(2), pl.col("std").round(2)))
-            .otherwise(pl.format("{} ± " + NO_STD, pl.col("mean").round(2)))
-            .alias("cell")
         )
     )
     order = sts_columns(agg["dataset"])

@@ -26,7 +26,7 @@ _CSS = (
 
 
 def _is_number_text(text: str) -> bool:
-    # "61.0 ± 1.41", "50.0 ± —", "-3.2": numbers, right-aligned like the float cells.
+    # "61.00 ± 1.41", "50.00 ± —", "-3.2": numbers, right-aligned like the float cells.
     return text[:1].isdigit() or text[:1] == "-" and text[1:2].isdigit()
 
 
