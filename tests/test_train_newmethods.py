@@ -166,7 +166,8 @@ def test_segment_longer_than_the_model_is_a_setting_error(tiny_mlm_dir):
 
     enc = ContrastiveEncoder.from_pretrained(str(tiny_mlm_dir), "avg", 32, mlp=False)  # 128 positions
     with pytest.raises(ValueError, match="'hicl_segment_length' \\(200\\)"):
-        hicl_views(enc, [" ".join(["word"] * 300)], {}, None, None, 200, 512)
+        long = [" ".join(["word"] * 300)]
+        hicl_views(enc, [("anchor", long, None), ("positive", long, None)], 200, 512)
 
 
 def test_aggregate_is_length_weighted():
