@@ -72,12 +72,12 @@ class _FakeEncoder:
 def _templates_seen(s: TrainSettings) -> dict[str, str | None]:
     enc = _FakeEncoder()
     enc.pooler = s.pooler
-    extra = {c: [c] for c in ("negation", "paraphrase", "san")}
+    extra = {c: [f"{c}."] for c in ("negation", "paraphrase", "san")}  # end punctuation: no " ." added
     # the step model as the trainer builds it: forward tokenizes (its CPU half) then encodes
     StepModel.forward(type("M", (), {"encoder": enc, "s": s, "t1": s.view_template("anchor"),
                                      "t2": s.view_template("positive"), "tokenize": StepModel.tokenize,
-                                     "prompt": None, "static_width": False})(), ["x"], extra)
-    seen = dict(enc.prompt.calls[2:])  # after anchor and positive (both "x")
+                                     "prompt": None, "static_width": False})(), ["x."], extra)
+    seen = {text.rstrip("."): t for text, t in enc.prompt.calls[2:]}  # after anchor and positive
     seen["anchor"], seen["positive"] = enc.prompt.calls[0][1], enc.prompt.calls[1][1]
     return seen
 

@@ -29,8 +29,10 @@ _PROMPT = {
     "mlp_only_train": False,
 }
 # SNCSE (train_SNCSE.sh: --pooler_type cls --mlp_only_train): the [MASK] vector goes through an MLP
-# (dense + tanh) in training only; evaluation takes the [MASK] vector without it
-_SNCSE_PROMPT = {**_PROMPT, "mlp_only_train": True}
+# (dense + tanh) in training only; evaluation takes the [MASK] vector without it. train_SNCSE.py
+# (and SAN's SNCSE+SAN / RLRD+SAN copies) append " ." to anchor, positive and negation lacking
+# end punctuation (hardneg.train.views.with_period)
+_SNCSE_PROMPT = {**_PROMPT, "mlp_only_train": True, "append_period": True}
 # SAN §3.3 RankCSE+SAN teachers (reference run script: --first_teacher DiffCSE-base,
 # --second_teacher SimCSE-large, --alpha_ 0.33): weights 0.33 / 0.67, [CLS] before the pooler
 PAPER_TEACHERS: list[dict[str, Any]] = [

@@ -36,6 +36,11 @@ class TrainSettings:
     templates: list[str] | None = None  # [anchor view, positive view] for pooler "mask"
     # which of the two templates each other view gets (None: views.DEFAULT_VIEW_TEMPLATES, the reference)
     view_templates: dict[str, str] | None = None
+    # SNCSE's train_SNCSE.py: " ." after the anchor/positive sentence and the negation when the text
+    # does not end in ASCII punctuation (hardneg.train.views.with_period); SNCSE-family presets: on
+    append_period: bool = False
+    # SNCSE's lookup quirk: rows whose sentence got " ." train on "Not " + sentence + " ." (views.view_texts)
+    negation_period_fallback: bool = False
     max_length: int = 32  # training inputs: tokens incl. special and prompt tokens (SimCSE: 32)
     # evaluation/export inputs: SimCSE evaluates untruncated sentences, so not the training 32
     eval_max_length: int = 128
@@ -183,6 +188,8 @@ class TrainSettings:
                     bad("view_templates", f"unknown view {view!r} (known: {', '.join(EXTRA_VIEWS)})")
                 if which not in VIEW_TEMPLATE_CHOICES:
                     bad("view_templates", f"view {view!r}: must be one of {', '.join(VIEW_TEMPLATE_CHOICES)}")
+        if self.negation_period_fallback and not self.append_period:
+            bad("negation_period_fallback", "reproduces a quirk of SNCSE's period appending: needs append_period: true")
         for name, choices in (("recall_form", RECALL_FORMS), ("distill_loss", DISTILL_LOSSES),
                               ("consistency_form", CONSISTENCY_FORMS),
                               ("failed_augmentation", FAILED_AUGMENTATION)):

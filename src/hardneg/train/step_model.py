@@ -78,7 +78,7 @@ class StepModel(nn.Module):
             t_san = views.view_template(self.s, "san")
             if self.encoder.pooler == "mask" and t_san is None:
                 raise ValueError("pooler 'mask' needs a prompt template")
-            out["san"] = _padded(p, p.ids(extra["san"], t_san), width, pin)
+            out["san"] = _padded(p, p.ids(views.view_texts(self.s, "san", extra["san"]), t_san), width, pin)
         return out
 
     static_width = False  # set by the trainer when train.compile is on
