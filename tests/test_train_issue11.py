@@ -92,8 +92,9 @@ def test_views_use_the_positives_template_as_sncse_and_san_references():
     assert _templates_seen(preset("simcse_san"))["san"] is None  # no prompts: no template
 
 
-def test_sncse_presets_train_an_mlp_over_mask_and_evaluate_without_it():
-    for m in ("sncse", "sncse_san", "rlrd_san"):
+def test_prompt_presets_train_an_mlp_over_mask_and_evaluate_without_it():
+    # SNCSE train_SNCSE.sh, PromptBERT run.sh and OssCSE Appendix A (SimCSE's settings): --mlp_only_train
+    for m in ("sncse", "sncse_san", "rlrd_san", "osscse", "hicl_sncse"):
         s = preset(m)
         assert (s.pooler, s.mlp_only_train, s.export_pooler) == ("mask", True, "mask")
 

@@ -23,16 +23,17 @@ _SIMCSE: dict[str, Any] = {
     "eval_every": 125,
 }
 _PROMPT = {
-    # SNCSE / OssCSE: PromptBERT [MASK] representation, the two templates form the positive pair
+    # SNCSE / OssCSE: PromptBERT [MASK] representation, the two templates form the positive pair.
+    # The [MASK] vector goes through an MLP (dense + tanh) in training only; evaluation takes it
+    # without: SNCSE train_SNCSE.sh (--pooler_type cls --mlp_only_train), PromptBERT run.sh
+    # unsup-bert (--mlp_only_train), and OssCSE Appendix A ("exactly the same settings with SimCSE")
     "pooler": "mask",
     "templates": ["sncse1", "sncse2"],
-    "mlp_only_train": False,
+    "mlp_only_train": True,
 }
-# SNCSE (train_SNCSE.sh: --pooler_type cls --mlp_only_train): the [MASK] vector goes through an MLP
-# (dense + tanh) in training only; evaluation takes the [MASK] vector without it. train_SNCSE.py
-# (and SAN's SNCSE+SAN / RLRD+SAN copies) append " ." to anchor, positive and negation lacking
-# end punctuation (hardneg.train.views.with_period)
-_SNCSE_PROMPT = {**_PROMPT, "mlp_only_train": True, "append_period": True}
+# train_SNCSE.py (and SAN's SNCSE+SAN / RLRD+SAN copies) append " ." to anchor, positive and
+# negation lacking end punctuation (hardneg.train.views.with_period)
+_SNCSE_PROMPT = {**_PROMPT, "append_period": True}
 # SAN §3.3 RankCSE+SAN teachers (reference run script: --first_teacher DiffCSE-base,
 # --second_teacher SimCSE-large, --alpha_ 0.33): weights 0.33 / 0.67, [CLS] before the pooler
 PAPER_TEACHERS: list[dict[str, Any]] = [
