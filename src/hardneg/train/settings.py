@@ -48,6 +48,9 @@ class TrainSettings:
     # optimisation
     batch_size: int = 64  # per device; global batch = batch_size x world size
     lr: float = 3e-5
+    # learning rate of the head trained from scratch (SimCSE's MLP, SynCSE's projection); None: lr
+    # (SynCSE "Training optimizations": lower rate for the encoder layers, higher for the projection)
+    head_lr: float | None = None
     epochs: int = 1
     max_steps: int | None = None
     warmup_ratio: float = 0.0
@@ -135,8 +138,8 @@ class TrainSettings:
             if isinstance(f.default, bool):
                 if not isinstance(value, bool):
                     bad(f.name, "must be true or false")
-            elif isinstance(f.default, (int, float)) or f.name in ("max_steps", "dropout", "dev_max_pairs"):
-                if value is None and f.name in ("max_steps", "dropout", "dev_max_pairs"):
+            elif isinstance(f.default, (int, float)) or f.name in ("max_steps", "dropout", "dev_max_pairs", "head_lr"):
+                if value is None and f.name in ("max_steps", "dropout", "dev_max_pairs", "head_lr"):
                     continue
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     bad(f.name, "must be a number")
@@ -162,6 +165,8 @@ class TrainSettings:
         for name in ("lr", "temperature", "tau2", "listmle_tau"):
             if getattr(self, name) <= 0:
                 bad(name, "must be > 0")
+        if self.head_lr is not None and self.head_lr <= 0:
+            bad("head_lr", "must be > 0 or null")
         for name in ("san_dropout", "warmup_ratio"):
             if not 0 <= getattr(self, name) < 1:
                 bad(name, "must be in [0, 1)")
