@@ -49,6 +49,10 @@ _RANKCSE: dict[str, Any] = {
 
 _HICL = {"hicl": True, "hicl_segment_length": 32, "hicl_max_tokens": 512, "batch_size": 256, "precision": "fp32"}
 
+# batch_size is per device (the references' --per_device_train_batch_size). Under DDP hardneg
+# all-gathers the views, so W devices train on W x batch_size with global in-batch negatives;
+# SNCSE's, SAN's SimCSE/SNCSE/RLRD and HNCSE's code never all-gather (per-device negatives). The
+# papers' numbers are one device's batch: on W devices set batch_size / W (docs/training.md).
 PRESETS: dict[str, dict[str, Any]] = {
     "simcse": {**_SIMCSE},
     # SAN Table 6 (SimCSE+SAN, BERT-base): tau2 0.08, p2 0.2, HiNCE
