@@ -211,3 +211,8 @@ def test_hicl_simcse_short_sentences_tokenize_as_simcse(bert_tokenizer):
     ours = _our_rows(bert_tokenizer, "hicl_simcse", TEXTS[SHORT], {})
     ref = {"anchor": _simcse_rows(bert_tokenizer, TEXTS[SHORT]), "positive": _simcse_rows(bert_tokenizer, TEXTS[SHORT])}
     _assert_views_equal(ours, ref, ("anchor", "positive"), bert_tokenizer)
+
+
+def test_negation_period_fallback_without_the_period_names_the_setting():
+    with pytest.raises(ValueError, match="train setting 'negation_period_fallback'.*append_period: true"):
+        build_settings("simcse", "bert-base-uncased", 1, overrides={"negation_period_fallback": True})
