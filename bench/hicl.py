@@ -75,7 +75,7 @@ def main() -> None:
 
         def hicl(grad: bool, texts=texts) -> None:
             with torch.set_grad_enabled(grad):
-                out = hicl_views(enc, texts, {}, None, None, args.segment, 512)
+                out = hicl_views(enc, [("anchor", texts, None), ("positive", texts, None)], args.segment, 512)
                 if grad:
                     (out["anchor"].sum() + out["positive"].sum()).backward()
 

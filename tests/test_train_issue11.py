@@ -72,12 +72,12 @@ class _FakeEncoder:
 def _templates_seen(s: TrainSettings) -> dict[str, str | None]:
     enc = _FakeEncoder()
     enc.pooler = s.pooler
-    extra = {c: [c] for c in ("negation", "paraphrase", "san")}
+    extra = {c: [f"{c}."] for c in ("negation", "paraphrase", "san")}  # end punctuation: no " ." added
     # the step model as the trainer builds it: forward tokenizes (its CPU half) then encodes
     StepModel.forward(type("M", (), {"encoder": enc, "s": s, "t1": s.view_template("anchor"),
                                      "t2": s.view_template("positive"), "tokenize": StepModel.tokenize,
-                                     "prompt": None, "static_width": False})(), ["x"], extra)
-    seen = dict(enc.prompt.calls[2:])  # after anchor and positive (both "x")
+                                     "prompt": None, "static_width": False})(), ["x."], extra)
+    seen = {text.rstrip("."): t for text, t in enc.prompt.calls[2:]}  # after anchor and positive
     seen["anchor"], seen["positive"] = enc.prompt.calls[0][1], enc.prompt.calls[1][1]
     return seen
 
@@ -92,8 +92,9 @@ def test_views_use_the_positives_template_as_sncse_and_san_references():
     assert _templates_seen(preset("simcse_san"))["san"] is None  # no prompts: no template
 
 
-def test_sncse_presets_train_an_mlp_over_mask_and_evaluate_without_it():
-    for m in ("sncse", "sncse_san", "rlrd_san"):
+def test_prompt_presets_train_an_mlp_over_mask_and_evaluate_without_it():
+    # SNCSE train_SNCSE.sh, PromptBERT run.sh and OssCSE Appendix A (SimCSE's settings): --mlp_only_train
+    for m in ("sncse", "sncse_san", "rlrd_san", "osscse", "hicl_sncse"):
         s = preset(m)
         assert (s.pooler, s.mlp_only_train, s.export_pooler) == ("mask", True, "mask")
 

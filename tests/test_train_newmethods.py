@@ -166,7 +166,8 @@ def test_segment_longer_than_the_model_is_a_setting_error(tiny_mlm_dir):
 
     enc = ContrastiveEncoder.from_pretrained(str(tiny_mlm_dir), "avg", 32, mlp=False)  # 128 positions
     with pytest.raises(ValueError, match="'hicl_segment_length' \\(200\\)"):
-        hicl_views(enc, [" ".join(["word"] * 300)], {}, None, None, 200, 512)
+        long = [" ".join(["word"] * 300)]
+        hicl_views(enc, [("anchor", long, None), ("positive", long, None)], 200, 512)
 
 
 def test_aggregate_is_length_weighted():
@@ -375,3 +376,21 @@ def test_hicl_ddp_two_processes_matches_single_process(tmp_path, tiny_mlm_dir, c
     assert a["step"] == b["step"] == 1
     for key in ("hicl", "hicl_local", "hicl_global"):
         assert abs(a[key] - b[key]) < 1e-4, (key, a[key], b[key])
+
+
+def test_syncse_layer_wise_learning_rates(tiny_mlm_dir):
+    # SynCSE "Training optimizations": a lower rate for the pretrained encoder, a higher one for the projection
+    from hardneg.train.model import ContrastiveEncoder
+    from hardneg.train.newmethods import install_projection
+    from hardneg.train.presets import build_settings
+
+    s = build_settings("syncse", str(tiny_mlm_dir), 1)
+    assert s.head_lr is not None and s.head_lr > s.lr
+    enc = ContrastiveEncoder.from_pretrained(str(tiny_mlm_dir), s.pooler, 32, mlp=s.mlp_only_train)
+    install_projection(enc, s)
+    body, head = enc.param_groups(s.lr, s.head_lr)
+    assert (body["lr"], head["lr"]) == (s.lr, s.head_lr)
+    assert {id(p) for p in head["params"]} == {id(p) for p in enc.mlp.parameters()}
+    assert len(body["params"]) + len(head["params"]) == sum(p.requires_grad for p in enc.parameters())
+    # without head_lr: one flat list in the encoder's parameter order (the optimizer as before)
+    assert enc.param_groups(s.lr, None) == [p for p in enc.parameters() if p.requires_grad]

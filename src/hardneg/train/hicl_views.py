@@ -1,4 +1,4 @@
-"""HiCL's forward pass (issue 12): every view is segmented (``hardneg.train.segments``), all
+"""HiCL's forward pass: every view is segmented (``hardneg.train.segments``), all
 segments of the step go through the encoder in ONE padded pass (each attends only within its
 segment: O(L^2) per segment instead of O(n^2) per sequence), then each view's sequence vectors
 are the length-weighted means of its segments (``objectives.hicl.aggregate``)."""
@@ -12,13 +12,12 @@ from hardneg.train.objectives.hicl import aggregate
 from hardneg.train.segments import segment
 
 
-def hicl_views(encoder: ContrastiveEncoder, texts: list[str], extra: dict[str, list[str]],
-               t1: str | None, t2: str | None, seg_len: int, max_tokens: int) -> dict[str, torch.Tensor]:
-    """Sequence vectors per view (anchor, positive, negation, paraphrase) plus the anchor and
-    positive segment vectors, their owners and the batch's segmentation counts for HiCL Eq. 2."""
+def hicl_views(encoder: ContrastiveEncoder, groups: list[tuple[str, list[str], str | None]],
+               seg_len: int, max_tokens: int) -> dict[str, torch.Tensor]:
+    """Sequence vectors per view of ``groups`` ((view, sentences, template) from
+    ``hardneg.train.views.views_pass``, anchor first) plus the anchor and positive segment
+    vectors, their owners and the batch's segmentation counts for HiCL Eq. 2."""
     p = encoder.prompt
-    groups = [("anchor", texts, t1), ("positive", texts, t2)]
-    groups += [(c, extra[c], t1) for c in ("negation", "paraphrase", "syncse") if c in extra]
     segs = [(name, len(sents), segment(p, sents, t, seg_len, max_tokens)) for name, sents, t in groups]
     rows = [r for _, _, s in segs for r in s.ids]
     max_pos = getattr(encoder.backbone.config, "max_position_embeddings", None)

@@ -47,6 +47,16 @@ class ContrastiveEncoder(nn.Module):
             backbone.pooler.requires_grad_(False)
         return cls(backbone, tokenizer, pooler, max_length, mlp)
 
+    def param_groups(self, lr: float, head_lr: float | None) -> list[dict] | list[nn.Parameter]:
+        """Trainable parameters for the optimizer: one list at ``lr``, or with ``head_lr`` two
+        groups, the pretrained backbone at ``lr`` and the head trained from scratch (SimCSE's MLP,
+        SynCSE's projection) at ``head_lr`` (SynCSE's layer-wise learning rates)."""
+        backbone = [p for p in self.backbone.parameters() if p.requires_grad]
+        head = [p for p in self.mlp.parameters() if p.requires_grad] if self.mlp is not None else []
+        if head_lr is None or not head:
+            return backbone + head
+        return [{"params": backbone, "lr": lr}, {"params": head, "lr": head_lr}]
+
     @property
     def device(self) -> torch.device:
         return next(self.parameters()).device

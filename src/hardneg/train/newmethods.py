@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from hardneg.train import distributed as D
+from hardneg.train import views
 from hardneg.train.fallbacks import FallbackCounts
 from hardneg.train.objectives import hncse, syncse
 from hardneg.train.objectives.hicl import HiCLLoss
@@ -146,7 +147,7 @@ def build_index(s: TrainSettings, texts: list[str]) -> NegativeIndex | None:
     from hardneg.train.negindex import NegativeIndex
 
     return NegativeIndex(texts, s.syncse_negatives, s.syncse_delta, s.syncse_refresh_every, s.seed,
-                         s.syncse_pool_size, template=(s.templates or [None])[0])
+                         s.syncse_pool_size, template=views.view_template(s, "anchor"))
 
 
 def counters(terms: NewMethodTerms | None, index: NegativeIndex | None) -> dict[str, FallbackCounts]:

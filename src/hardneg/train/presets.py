@@ -23,14 +23,17 @@ _SIMCSE: dict[str, Any] = {
     "eval_every": 125,
 }
 _PROMPT = {
-    # SNCSE / OssCSE: PromptBERT [MASK] representation, the two templates form the positive pair
+    # SNCSE / OssCSE: PromptBERT [MASK] representation, the two templates form the positive pair.
+    # The [MASK] vector goes through an MLP (dense + tanh) in training only; evaluation takes it
+    # without: SNCSE train_SNCSE.sh (--pooler_type cls --mlp_only_train), PromptBERT run.sh
+    # unsup-bert (--mlp_only_train), and OssCSE Appendix A ("exactly the same settings with SimCSE")
     "pooler": "mask",
     "templates": ["sncse1", "sncse2"],
-    "mlp_only_train": False,
+    "mlp_only_train": True,
 }
-# SNCSE (train_SNCSE.sh: --pooler_type cls --mlp_only_train): the [MASK] vector goes through an MLP
-# (dense + tanh) in training only; evaluation takes the [MASK] vector without it
-_SNCSE_PROMPT = {**_PROMPT, "mlp_only_train": True}
+# train_SNCSE.py (and SAN's SNCSE+SAN / RLRD+SAN copies) append " ." to anchor, positive and
+# negation lacking end punctuation (hardneg.train.views.with_period)
+_SNCSE_PROMPT = {**_PROMPT, "append_period": True}
 # SAN §3.3 RankCSE+SAN teachers (reference run script: --first_teacher DiffCSE-base,
 # --second_teacher SimCSE-large, --alpha_ 0.33): weights 0.33 / 0.67, [CLS] before the pooler
 PAPER_TEACHERS: list[dict[str, Any]] = [
@@ -46,6 +49,10 @@ _RANKCSE: dict[str, Any] = {
 
 _HICL = {"hicl": True, "hicl_segment_length": 32, "hicl_max_tokens": 512, "batch_size": 256, "precision": "fp32"}
 
+# batch_size is per device (the references' --per_device_train_batch_size). Under DDP hardneg
+# all-gathers the views, so W devices train on W x batch_size with global in-batch negatives;
+# SNCSE's, SAN's SimCSE/SNCSE/RLRD and HNCSE's code never all-gather (per-device negatives). The
+# papers' numbers are one device's batch: on W devices set batch_size / W (docs/training.md).
 PRESETS: dict[str, dict[str, Any]] = {
     "simcse": {**_SIMCSE},
     # SAN Table 6 (SimCSE+SAN, BERT-base): tau2 0.08, p2 0.2, HiNCE
@@ -102,9 +109,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "hicl_alpha": 0.01, "lr": 1e-5,
     },
     # SynCSE Eq. 5-7; the paper gives no batch/lr/k/delta/tau: SimCSE's setting, k 4, delta 0.6,
-    # refresh every 1000 steps (docs/deviations.md)
+    # refresh every 1000 steps; its layer-wise rates (lower for the encoder, higher for the
+    # projection) without values: encoder 3e-5, projection 10x = 3e-4 (docs/deviations.md)
     "syncse": {
-        **_SIMCSE, "syncse": True, "syncse_negatives": 4, "syncse_delta": 0.6, "syncse_refresh_every": 1000,
+        **_SIMCSE, "syncse": True, "head_lr": 3e-4, "syncse_negatives": 4, "syncse_delta": 0.6, "syncse_refresh_every": 1000,
         "syncse_weights": "alignment", "syncse_in_batch": True, "syncse_projection_dropout": 0.1,
     },
 }

@@ -9,16 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from hardneg.encoders.pooling import POOLERS
+from hardneg.train import views
+from hardneg.train.views import EXTRA_VIEWS, VIEW_TEMPLATE_CHOICES
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 NEGATIVES = ("none", "san")
-VIEWS = ("negation", "paraphrase", "san", "syncse")  # views besides anchor/positive that get a template
-VIEW_TEMPLATE_CHOICES = ("anchor", "positive")
-# SNCSE train_SNCSE.py (Different_Prompt_Negation) and SAN's SNCSE+SAN script wrap the negation
-# and the SAN negative in the POSITIVE's template ("This sentence of ..."); OssCSE has no code and
-# builds on SNCSE, so its paraphrase follows the same convention (docs/deviations.md).
-DEFAULT_VIEW_TEMPLATES = {"negation": "positive", "paraphrase": "positive", "san": "positive",
-                          "syncse": "positive"}  # SynCSE pool negatives: like the other negatives
 FAILED_AUGMENTATION = ("keep", "drop")
 RECALL_FORMS = ("coupled", "decoupled")
 DISTILL_LOSSES = ("listmle", "listnet")
@@ -39,8 +34,13 @@ class TrainSettings:
     pooler: str = "cls_before_pooler"
     mlp_only_train: bool = True
     templates: list[str] | None = None  # [anchor view, positive view] for pooler "mask"
-    # which of the two templates each other view gets (None: DEFAULT_VIEW_TEMPLATES, the reference)
+    # which of the two templates each other view gets (None: views.DEFAULT_VIEW_TEMPLATES, the reference)
     view_templates: dict[str, str] | None = None
+    # SNCSE's train_SNCSE.py: " ." after the anchor/positive sentence and the negation when the text
+    # does not end in ASCII punctuation (hardneg.train.views.with_period); SNCSE-family presets: on
+    append_period: bool = False
+    # SNCSE's lookup quirk: rows whose sentence got " ." train on "Not " + sentence + " ." (views.view_texts)
+    negation_period_fallback: bool = False
     max_length: int = 32  # training inputs: tokens incl. special and prompt tokens (SimCSE: 32)
     # evaluation/export inputs: SimCSE evaluates untruncated sentences, so not the training 32
     eval_max_length: int = 128
@@ -48,6 +48,9 @@ class TrainSettings:
     # optimisation
     batch_size: int = 64  # per device; global batch = batch_size x world size
     lr: float = 3e-5
+    # learning rate of the head trained from scratch (SimCSE's MLP, SynCSE's projection); None: lr
+    # (SynCSE "Training optimizations": lower rate for the encoder layers, higher for the projection)
+    head_lr: float | None = None
     epochs: int = 1
     max_steps: int | None = None
     warmup_ratio: float = 0.0
@@ -135,8 +138,8 @@ class TrainSettings:
             if isinstance(f.default, bool):
                 if not isinstance(value, bool):
                     bad(f.name, "must be true or false")
-            elif isinstance(f.default, (int, float)) or f.name in ("max_steps", "dropout", "dev_max_pairs"):
-                if value is None and f.name in ("max_steps", "dropout", "dev_max_pairs"):
+            elif isinstance(f.default, (int, float)) or f.name in ("max_steps", "dropout", "dev_max_pairs", "head_lr"):
+                if value is None and f.name in ("max_steps", "dropout", "dev_max_pairs", "head_lr"):
                     continue
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     bad(f.name, "must be a number")
@@ -162,6 +165,8 @@ class TrainSettings:
         for name in ("lr", "temperature", "tau2", "listmle_tau"):
             if getattr(self, name) <= 0:
                 bad(name, "must be > 0")
+        if self.head_lr is not None and self.head_lr <= 0:
+            bad("head_lr", "must be > 0 or null")
         for name in ("san_dropout", "warmup_ratio"):
             if not 0 <= getattr(self, name) < 1:
                 bad(name, "must be in [0, 1)")
@@ -184,10 +189,12 @@ class TrainSettings:
             if not isinstance(self.view_templates, dict):
                 bad("view_templates", "must be a mapping view -> anchor|positive")
             for view, which in self.view_templates.items():
-                if view not in VIEWS:
-                    bad("view_templates", f"unknown view {view!r} (known: {', '.join(VIEWS)})")
+                if view not in EXTRA_VIEWS:
+                    bad("view_templates", f"unknown view {view!r} (known: {', '.join(EXTRA_VIEWS)})")
                 if which not in VIEW_TEMPLATE_CHOICES:
                     bad("view_templates", f"view {view!r}: must be one of {', '.join(VIEW_TEMPLATE_CHOICES)}")
+        if self.negation_period_fallback and not self.append_period:
+            bad("negation_period_fallback", "reproduces a quirk of SNCSE's period appending: needs append_period: true")
         for name, choices in (("recall_form", RECALL_FORMS), ("distill_loss", DISTILL_LOSSES),
                               ("consistency_form", CONSISTENCY_FORMS),
                               ("failed_augmentation", FAILED_AUGMENTATION)):
@@ -243,15 +250,8 @@ class TrainSettings:
         return self.distill_weight > 0 or self.listmle_weight > 0
 
     def view_template(self, view: str) -> str | None:
-        """The template the ``view`` (anchor, positive, negation, paraphrase, san) is encoded with."""
-        if not self.templates:
-            return None
-        if view == "anchor":
-            return self.templates[0]
-        if view == "positive":
-            return self.templates[1]
-        which = {**DEFAULT_VIEW_TEMPLATES, **(self.view_templates or {})}[view]
-        return self.templates[0] if which == "anchor" else self.templates[1]
+        """The template the ``view`` is encoded with (``hardneg.train.views.view_template``)."""
+        return views.view_template(self, view)
 
     # ----- which augmentation columns the objectives read -----
     def needed_columns(self) -> list[str]:

@@ -10,7 +10,10 @@ import torch
 from torch import nn
 
 from hardneg.train import distributed as D
-from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
+from hardneg.train import (
+    newmethods,  # HNCSE, HiCL, SynCSE
+    views,
+)
 from hardneg.train.hicl_views import hicl_views
 from hardneg.train.model import ContrastiveEncoder, dropout_rate
 from hardneg.train.objectives import (
@@ -29,21 +32,20 @@ from hardneg.train.settings import TrainSettings
 class StepModel(nn.Module):
     """Every forward pass of one step inside ONE forward call (so DDP sees one forward per
     backward): views (+ negation, paraphrase) at the model's dropout, SAN at ``san_dropout``.
-    Each view's template is ``settings.view_template(view)`` (SNCSE: negation and SAN negatives
-    in the positive's template)."""
+    Each view's text and template come from ``hardneg.train.views`` (SNCSE: negation and SAN
+    negatives in the positive's template), for the HiCL path as for the ordinary one."""
 
     def __init__(self, encoder: ContrastiveEncoder, settings: TrainSettings) -> None:
         super().__init__()
         self.encoder = encoder
         self.s = settings
-        self.t1, self.t2 = settings.view_template("anchor"), settings.view_template("positive")
 
     def forward(self, texts: list[str], extra: dict[str, list[str]],
                 tokens: dict[str, Any] | None = None) -> dict[str, torch.Tensor]:
         """``tokens``: ``self.tokenize(texts, extra)`` made ahead (the trainer's background
         worker); None tokenizes here."""
-        if self.s.hicl:  # HiCL: segments encoded separately, views aggregated (issue 12)
-            return hicl_views(self.encoder, texts, extra, self.t1, self.t2, self.s.hicl_segment_length,
+        if self.s.hicl:  # HiCL: segments encoded separately, views aggregated
+            return hicl_views(self.encoder, views.views_pass(self.s, texts, extra), self.s.hicl_segment_length,
                               self.s.hicl_max_tokens)
         if tokens is None:
             tokens = self.tokenize(texts, extra)
@@ -68,18 +70,15 @@ class StepModel(nn.Module):
             return {}
         p = self.prompt or self.encoder.prompt
         width = self.s.max_length if self.static_width else None
-        groups = [("anchor", p.ids(texts, self.t1)), ("positive", p.ids(texts, self.t2))]
-        for col in ("negation", "paraphrase", "syncse"):
-            if col in extra:
-                groups.append((col, p.ids(extra[col], self.s.view_template(col))))
+        groups = [(name, p.ids(sents, t)) for name, sents, t in views.views_pass(self.s, texts, extra)]
         pin = torch.cuda.is_available()
         out: dict[str, Any] = {"groups": [(name, len(g)) for name, g in groups],
                                "views": _padded(p, [r for _, g in groups for r in g], width, pin)}
         if "san" in extra:
-            t_san = self.s.view_template("san")
+            t_san = views.view_template(self.s, "san")
             if self.encoder.pooler == "mask" and t_san is None:
                 raise ValueError("pooler 'mask' needs a prompt template")
-            out["san"] = _padded(p, p.ids(extra["san"], t_san), width, pin)
+            out["san"] = _padded(p, p.ids(views.view_texts(self.s, "san", extra["san"]), t_san), width, pin)
         return out
 
     static_width = False  # set by the trainer when train.compile is on
@@ -131,7 +130,7 @@ class Objective(nn.Module):
         if self.s.negatives == "san":
             gs = D.gather_with_grad(emb["san"], info)
             parts["hince"] = self.contrast(g1, g2, gs)
-        elif self.methods is not None:  # issue 12: the first part replaces InfoNCE
+        elif self.methods is not None:  # HNCSE, HiCL, SynCSE: the first part replaces InfoNCE
             parts.update(self.methods(emb, g1, g2, info))
         else:
             parts["infonce"] = self.contrast(g1, g2)

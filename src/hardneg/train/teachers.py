@@ -21,6 +21,7 @@ import torch
 
 from hardneg.models.resolve import resolve_model
 from hardneg.train import distributed as D
+from hardneg.train import views
 from hardneg.train.model import ContrastiveEncoder
 from hardneg.train.objectives._common import cosine_matrix
 from hardneg.train.settings import TrainSettings
@@ -126,13 +127,15 @@ class Teachers:
     def _template(self, spec: TeacherSpec, view: str) -> str | None:
         if spec.template is not None:
             return spec.template
-        return self.s.view_template(view) if spec.pooler == "mask" else None
+        return views.view_template(self.s, view) if spec.pooler == "mask" else None
 
     @torch.no_grad()
     def similarities(self, texts: list[str], san: list[str] | None,
                      info: D.DistInfo) -> dict[str, torch.Tensor]:
         """{"distill": sum_k w_k cos(a, p)/distill_tau, "san": sum_k w_k cos(a, san)/listmle_tau}."""
         out: dict[str, torch.Tensor] = {}
+        # the reference feeds its teachers the student's ids: the same view text (SNCSE's " .")
+        texts = views.view_texts(self.s, "anchor", texts)
         for spec, enc in zip(self.specs, self.encoders):
             a = D.gather_no_grad(enc(texts, self._template(spec, "anchor"), use_mlp=False).float(), info)
             if self.s.distill_weight > 0:

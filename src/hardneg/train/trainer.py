@@ -261,7 +261,7 @@ def train(
 
     params = [p for p in encoder.parameters() if p.requires_grad]
     # fused AdamW on CUDA: one kernel for all parameters (issue 15); CPU keeps the default
-    optimizer = torch.optim.AdamW(params, lr=s.lr, weight_decay=s.weight_decay,
+    optimizer = torch.optim.AdamW(encoder.param_groups(s.lr, s.head_lr), lr=s.lr, weight_decay=s.weight_decay,
                                   **({"fused": True} if device.type == "cuda" else {}))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(total_steps, s.warmup_ratio))
     amp_dtype = autocast_dtype(resolve_precision(s.precision, device, setting="train.precision"))

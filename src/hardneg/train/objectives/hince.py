@@ -14,9 +14,10 @@ class HiNCE(nn.Module):
     ``L = -1/N sum_i log( e^{sim(h_i,h+_i)/tau1} /
     sum_j (e^{sim(h_i,h+_j)/tau1} + e^{sim(h_i,h-_j)/tau2}) )``.
 
-    ``negatives`` [M, d] are the syntactically aligned negatives of the WHOLE batch (not only
-    the anchor's own, as in the SAN reference code), scored at their own temperature tau2;
-    the in-batch positives/negatives use tau1. Logits are ``[S(h,h+)/tau1 | S(h,h-)/tau2]``
+    ``negatives`` [M, d] are the syntactically aligned negatives of the WHOLE batch: Eq. 2 sums
+    over every h-_j, and SAN's code does the same (bcai01/SAN ``models/SimCSE/simcse/models.py``
+    l. 176-178 appends the full anchor x negative similarity matrix, as SimCSE does with hard
+    negatives). They are scored at their own temperature tau2; the in-batch positives use tau1. Logits are ``[S(h,h+)/tau1 | S(h,h-)/tau2]``
     and the target of row i is column i.
     """
 
