@@ -107,6 +107,11 @@ def ref_simcse_san(z, ts, r):
     return ref_contrast(z["anchor"], z["positive"], 0.05, z["san"], 0.08)
 
 
+def ref_simcse_san_large(z, ts, r):
+    # models/SimCSE/run_scripts/1604.custom-model-scd-bert-large.sh: temp 0.05, scd_temp 0.1
+    return ref_contrast(z["anchor"], z["positive"], 0.05, z["san"], 0.1)
+
+
 def ref_sncse(z, ts, r):
     # Sense-GVT/SNCSE train_SNCSE.sh (SAN copy models/sncse/SNCSE): InfoNCE + 1e-3 BML
     return ref_contrast(z["anchor"], z["positive"], 0.05) + 1e-3 * ref_bml(z["anchor"], z["positive"], z["negation"])
@@ -157,7 +162,7 @@ def ref_rlrd_san(z, ts, r):
 
 
 REFERENCES = {
-    "simcse": ref_simcse, "simcse_san": ref_simcse_san, "sncse": ref_sncse, "sncse_san": ref_sncse_san,
+    "simcse": ref_simcse, "simcse_san": ref_simcse_san, "simcse_san_large": ref_simcse_san_large, "sncse": ref_sncse, "sncse_san": ref_sncse_san,
     "rankcse": ref_rankcse, "rankcse_san": ref_rankcse_san, "rlrd_san": ref_rlrd_san,
 }
 
@@ -272,7 +277,7 @@ def test_overlay_sets_every_reference_code_setting() -> None:
         assert reading(s.to_dict()) == REFERENCE
         assert reading(build_settings(method, "bert-base-uncased", 0).to_dict()) == "paper"
     half = build_settings("rankcse_san", "bert-base-uncased", 0, method_overrides={"epochs": 4}).to_dict()
-    assert reading(half).startswith("mixed (1 of 5")
+    assert reading(half).startswith("mixed (1 of 6")
 
 
 def test_fp16_teacher_scores_are_rounded_and_ties_broken_at_random() -> None:
