@@ -30,6 +30,8 @@ REFERENCE_CODE: dict[str, dict[str, Any]] = {
                     "epochs": 4, "precision": "fp16", "teachers": REFERENCE_TEACHERS},
     # models/SimCSE/run_scripts/1604.custom-model-scd-bert-large.sh: no --fp16 (commented out)
     "simcse_san_large": {"precision": "fp32"},
+    # Rcrossmeister/HNCSE model/method2_models.py: a constant mixing alpha 0.5
+    "hncse_hnm": {"hncse_mix_alpha": 0.5},
     # the same community RankCSE code without the SAN column (SAN Table 3 baseline)
     "rankcse": {"consistency_form": "reference_clamped", "listmle_eps": 1e-7},
     # models/rlrd/rankcse/trainers_rl_5.py ListMLE (1e-7) and the teachers fed the student's
