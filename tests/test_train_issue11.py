@@ -149,7 +149,9 @@ def test_san_table6_and_eq6_eq7_hyperparameters():
     assert [(t["model"], t["weight"]) for t in r.teachers] == [
         ("voidism/diffcse-bert-base-uncased-sts", 0.33), ("princeton-nlp/unsup-simcse-bert-large-uncased", 0.67)]
     d = preset("rlrd_san")
-    assert (d.tau2, d.san_dropout, d.listmle_weight, d.post_process, d.bml_weight) == (0.1, 0.2, 0.2, True, 1e-3)
+    assert (d.tau2, d.san_dropout, d.post_process, d.bml_weight) == (0.1, 0.2, True, 1e-3)
+    # SAN's RLRD code: loss_o + t_lmb (1e-3) x (ListMLE + 0.2 x ListMLE+SAN at scd_temp 0.1)
+    assert (d.distill_weight, d.listmle_weight, d.listmle_tau) == (1e-3, 2e-4, 0.1)
     assert d.consistency_weight == 0  # Eq. 7 has no consistency term
     assert preset("rankcse").negatives == "none" and preset("rankcse").listmle_weight == 0
 
@@ -194,12 +196,13 @@ def test_rlrd_san_eq7_total_by_hand():
     bml = (0.1 + 0.7) / 2
     # HiNCE row i: [cos(a,p)/0.05 | cos(a,san)/0.1] = [20, 0 | 0, 10] with target 20
     hince = math.log(math.exp(20) + 1 + 1 + math.exp(10)) - 20
-    # ListMLE, teacher order puts the 0-score first: log(e^0 + e^20) - 0 + (20 - 20), both rows
+    # ListMLE, teacher order puts the 0-score first: log(e^0 + e^20) - 0 + (20 - 20), both rows;
+    # ListMLE+SAN scores at tau3 0.1: log(e^0 + e^10)
     lml = math.log1p(math.exp(20))
-    want = {"bml": bml, "hince": hince, "distill_listmle": lml, "listmle_san": lml}
+    want = {"bml": bml, "hince": hince, "distill_listmle": lml, "listmle_san": math.log1p(math.exp(10))}
     for k, v in want.items():
         assert abs(parts[k] - v) <= tol(abs(v) + 1, 30), (k, parts[k], v)
-    total = 1e-3 * bml + 1.0 * lml + hince + 0.2 * lml
+    total = 1e-3 * bml + 1e-3 * lml + hince + 2e-4 * want["listmle_san"]
     assert abs(parts["loss"] - total) <= tol(total + 1, 60)
 
 

@@ -1,7 +1,8 @@
 """The report's method table: each trained method's paper source and its non-default deviations.
 
-A deviation is a training setting whose value differs from the method's preset (the papers'
-values), read from each run's ``summary.json`` (``settings``); bookkeeping settings and the run's
+The reading column says whether a run trained the paper's or the reference code's reading
+(``hardneg.train.reading``). A deviation is a training setting whose value differs from the
+method's preset (the papers' values), read from each run's ``summary.json`` (``settings``); bookkeeping settings and the run's
 identity (method, seed, init_model) are not deviations.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from hardneg.train.presets import METHOD_PAPER, METHOD_SOURCES, PAPER_URLS, PRESETS
+from hardneg.train.reading import reading
 from hardneg.train.settings import NON_STRUCTURAL, TrainSettings
 
 _IDENTITY = frozenset({"method", "seed", "init_model", "show_progress"})
@@ -51,13 +53,16 @@ def method_table(summaries: Iterable[str | Path]) -> pl.DataFrame:
     """One row per method: paper source, seeds, and the deviations (identical across seeds, else
     listed per seed)."""
     by_method: dict[str, dict[int, list[str]]] = {}
+    readings: dict[str, set[str]] = {}
     for path in summaries:
         try:
             rec = json.loads(Path(path).read_text())
         except (OSError, ValueError) as exc:
             raise ValueError(f"{path}: cannot read the training summary ({exc})") from exc
         s = rec.get("settings") or {}
-        by_method.setdefault(str(rec.get("method", s.get("method"))), {})[int(rec.get("seed", -1))] = deviations(s)
+        method = str(rec.get("method", s.get("method")))
+        by_method.setdefault(method, {})[int(rec.get("seed", -1))] = deviations(s)
+        readings.setdefault(method, set()).add(rec.get("reading") or reading(s))
     rows = []
     for method in sorted(by_method):
         seeds = by_method[method]
@@ -65,6 +70,8 @@ def method_table(summaries: Iterable[str | Path]) -> pl.DataFrame:
         text = ("; ".join(next(iter(devs))) or "none") if len(devs) == 1 else \
             " | ".join(f"seed {k}: {'; '.join(v) or 'none'}" for k, v in sorted(seeds.items()))
         rows.append({"method": method, "paper source": METHOD_SOURCES.get(method, "(no source recorded)"),
+                     "reading": " | ".join(sorted(readings[method])),
                      "seeds": ", ".join(str(k) for k in sorted(seeds)), "non-default settings": text})
-    schema = {"method": pl.String, "paper source": pl.String, "seeds": pl.String, "non-default settings": pl.String}
+    schema = {"method": pl.String, "paper source": pl.String, "reading": pl.String, "seeds": pl.String,
+              "non-default settings": pl.String}
     return pl.DataFrame(rows, schema=schema)

@@ -34,11 +34,17 @@ _PROMPT = {
 # train_SNCSE.py (and SAN's SNCSE+SAN / RLRD+SAN copies) append " ." to anchor, positive and
 # negation lacking end punctuation (hardneg.train.views.with_period)
 _SNCSE_PROMPT = {**_PROMPT, "append_period": True}
-# SAN §3.3 RankCSE+SAN teachers (reference run script: --first_teacher DiffCSE-base,
-# --second_teacher SimCSE-large, --alpha_ 0.33): weights 0.33 / 0.67, [CLS] before the pooler
+# SAN §3.3 RankCSE+SAN teachers as the paper names them, DiffCSE-base and SimCSE-large, weights
+# 0.33 / 0.67 (--alpha_ 0.33), [CLS] before the pooler. SAN's run script (bcai01/SAN
+# models/rankcse/run_scripts/4184.ps-distill-scd-bert-base.sh) takes its second teacher from SAN's
+# own SimCSE+SAN BERT-large run (1604.custom-model-scd-bert-large), preset simcse_san_large here:
+# REFERENCE_TEACHERS, set by experiments/reference/san-table3.yaml (docs/deviations.md)
 PAPER_TEACHERS: list[dict[str, Any]] = [
     {"model": "voidism/diffcse-bert-base-uncased-sts", "weight": 0.33, "pooler": "cls_before_pooler"},
     {"model": "princeton-nlp/unsup-simcse-bert-large-uncased", "weight": 0.67, "pooler": "cls_before_pooler"},
+]
+REFERENCE_TEACHERS: list[dict[str, Any]] = [
+    PAPER_TEACHERS[0], {"method": "simcse_san_large", "weight": 0.67, "pooler": "cls_before_pooler"},
 ]
 # RankCSE (community code run by SAN): batch 128, lr 3e-5, InfoNCE + beta*JS + gamma*ListMLE with
 # beta = gamma = 1, tau2 0.05; 1 epoch (SAN Table 10)
@@ -57,6 +63,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "simcse": {**_SIMCSE},
     # SAN Table 6 (SimCSE+SAN, BERT-base): tau2 0.08, p2 0.2, HiNCE
     "simcse_san": {**_SIMCSE, "negatives": "san", "tau2": 0.08, "san_dropout": 0.2},
+    # SAN's SimCSE+SAN BERT-large run, RankCSE+SAN's second teacher in SAN's code (bcai01/SAN
+    # models/SimCSE/run_scripts/1604.custom-model-scd-bert-large.sh): bert-large-uncased, batch 64,
+    # lr 1e-5, tau 0.05, scd_temp (tau2) 0.1, p2 0.2, [CLS] + MLP in training, 1 epoch, fp32
+    "simcse_san_large": {**_SIMCSE, "negatives": "san", "tau2": 0.1, "san_dropout": 0.2, "lr": 1e-5},
     # SNCSE BERT-base: batch 256, lr 1e-5, BML alpha 0.1 beta 0.3 weight 1e-3
     "sncse": {
         **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 256, "lr": 1e-5,
@@ -79,16 +89,21 @@ PRESETS: dict[str, dict[str, Any]] = {
         **_RANKCSE, "negatives": "san", "tau2": 0.05, "san_dropout": 0.2,
         "listmle_weight": 0.4, "listmle_tau": 0.05, "post_process": True,
     },
-    # SAN Eq. 7 + Table 6 (RLRD+SAN): mu*LBML (SNCSE's 1e-3, 0.1, 0.3) + lambda*LListMLE + LHiNCE
-    # (tau2 0.1, p2 0.2) + beta*LListMLE+SAN (0.2), post-processing; RLRD reference run script:
-    # prompts + MLP in training, batch 128, lr 3e-5, 4 epochs (Table 10), teachers SNCSE and
-    # SimCSE-large at 0.5 / 0.5 (RLRD's RL agent that re-weights them is not implemented)
+    # SAN Eq. 7 + Table 6 (RLRD+SAN): zeta*LHiNCE (tau2 0.1, p2 0.2) + mu*LBML (SNCSE's 1e-3, 0.1,
+    # 0.3) + lambda*LListMLE + beta*LListMLE+SAN with the weights the reference trains
+    # (bcai01/SAN models/rlrd/rankcse/trainers_rl_5.py compute_loss: loss_o + t_lmb * kd_loss,
+    # kd_loss = ListMLE(cos/temp) + ps_dist_loss_weight * ListMLE(cos(z1, z4)/scd_temp); run script
+    # models/rlrd/run_scripts/20101.*: t_lmb 1e-3, ps_dist_loss_weight 0.2, scd_temp 0.1, gamma_ 1):
+    # lambda = 1e-3, beta = 1e-3 x 0.2 = 2e-4, tau3 = 0.1 (SAN §3.3: ListMLE is three orders of
+    # magnitude above InfoNCE). Prompts + MLP in training, batch 128, lr 3e-5, 4 epochs (Table 10),
+    # post-processing; teachers SNCSE and SimCSE-large at 0.5 / 0.5 (RLRD's RL agent, which
+    # switches each teacher on or off per step, is not implemented: both always on)
     "rlrd_san": {
         **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 128, "lr": 3e-5, "epochs": 4,
         "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
-        "distill_weight": 1.0, "distill_loss": "listmle", "distill_tau": 0.05,
+        "distill_weight": 1e-3, "distill_loss": "listmle", "distill_tau": 0.05,
         "negatives": "san", "tau2": 0.1, "san_dropout": 0.2,
-        "listmle_weight": 0.2, "listmle_tau": 0.05, "post_process": True,
+        "listmle_weight": 2e-4, "listmle_tau": 0.1, "post_process": True,
         "teachers": [{"method": "sncse", "weight": 0.5},
                      {"model": "princeton-nlp/unsup-simcse-bert-large-uncased", "weight": 0.5,
                       "pooler": "cls_before_pooler"}],
@@ -116,15 +131,21 @@ PRESETS: dict[str, dict[str, Any]] = {
         "syncse_weights": "alignment", "syncse_in_batch": True, "syncse_projection_dropout": 0.1,
     },
 }
+# presets that fix their own backbone (a reference run on another model size): it replaces
+# train.init_model for that method only
+PRESET_INIT_MODELS: dict[str, str] = {"simcse_san_large": "bert-large-uncased"}
 # method -> its paper source (report's method table)
 METHOD_SOURCES: dict[str, str] = {
     "simcse": "SimCSE (Gao et al. 2021) §3, unsupervised; SAN Table 3 baseline",
     "simcse_san": "SAN (bcai01/SAN) §3.2 Eq. 2 (HiNCE), Table 6",
+    "simcse_san_large": ("SAN's SimCSE+SAN BERT-large run (bcai01/SAN run script 1604), the RankCSE+SAN "
+                         "reference's second teacher"),
     "sncse": "SNCSE (Wang et al. 2022) §3, BML; reference Sense-GVT/SNCSE train_SNCSE.sh",
     "sncse_san": "SAN §3.3 Eq. 4 (HiNCE + lambda*BML), Table 6",
     "osscse": "OssCSE (surface-structure bias) §4 Eq. 3-5, Appendix A",
     "rankcse_san": "SAN §3.3 Eq. 5-6 (RankCSE+SAN), Table 6",
-    "rlrd_san": "SAN §3.3 Eq. 7 (RLRD+SAN), Table 6; RLRD's RL teacher weighting not implemented",
+    "rlrd_san": ("SAN §3.3 Eq. 7 (RLRD+SAN), Table 6; weights lambda 1e-3, beta 2e-4, tau3 0.1 from SAN's RLRD "
+                 "code (t_lmb x ListMLE terms); RLRD's RL teacher weighting not implemented"),
     "rankcse": "RankCSE (Liu et al. 2023): InfoNCE + JS consistency + ListMLE distillation; SAN Table 3 baseline",
     "hncse_pm": "HNCSE §3.1 Eq. 2-3, §4.2 + authors' run_unsup_example.sh (SimCSE setting)",
     "hncse_hnm": "HNCSE §3.2 Eq. 4, 7-8; K=10, s=40 from the authors' code",
@@ -144,7 +165,7 @@ PAPER_URLS: dict[str, str] = {
     "HiCL": "https://arxiv.org/abs/2310.09720",
 }
 METHOD_PAPER: dict[str, str | None] = {
-    "simcse": "SimCSE", "simcse_san": "SAN", "sncse": "SNCSE", "sncse_san": "SAN",
+    "simcse": "SimCSE", "simcse_san": "SAN", "simcse_san_large": "SAN", "sncse": "SNCSE", "sncse_san": "SAN",
     "osscse": "OssCSE", "rankcse_san": "SAN", "rlrd_san": "SAN", "rankcse": "RankCSE",
     "hncse_pm": "HNCSE", "hncse_hnm": "HNCSE", "hicl_simcse": "HiCL", "hicl_sncse": "HiCL",
     "syncse": None,
@@ -159,13 +180,14 @@ def build_settings(
     overrides: dict[str, Any] | None = None,
     method_overrides: dict[str, Any] | None = None,
 ) -> TrainSettings:
-    """Preset for ``method`` <- global ``overrides`` <- per-method ``method_overrides``."""
+    """Preset for ``method`` <- global ``overrides`` <- per-method ``method_overrides``; a preset
+    with its own backbone (``PRESET_INIT_MODELS``) trains that instead of ``init_model``."""
     if method not in PRESETS:
         raise ValueError(f"train method {method!r} is not a preset (known: {', '.join(METHODS)})")
     d = copy.deepcopy(PRESETS[method])
     d.update(copy.deepcopy(overrides or {}))
     d.update(copy.deepcopy(method_overrides or {}))
-    d.update(method=method, init_model=init_model, seed=seed)
+    d.update(method=method, init_model=PRESET_INIT_MODELS.get(method, init_model), seed=seed)
     return TrainSettings.from_dict(d)
 
 

@@ -18,6 +18,8 @@ FAILED_AUGMENTATION = ("keep", "drop")
 RECALL_FORMS = ("coupled", "decoupled")
 DISTILL_LOSSES = ("listmle", "listnet")
 CONSISTENCY_FORMS = ("js", "reference_clamped")
+TEACHER_PRECISIONS = ("fp32", "fp16")
+TEACHER_INPUTS = ("own", "student")
 TEACHER_KEYS = {"model", "method", "weight", "pooler", "template", "seed"}
 # Settings that do not change what is computed: a checkpoint stays resumable across them.
 # compile: how, not what, is computed (like the GPU model): a run may resume with it toggled
@@ -88,6 +90,14 @@ class TrainSettings:
     # teachers: [{model: <name or path>} | {method: <preset trained in the same workflow>},
     #            weight, pooler (null: the model's own export / cls_before_pooler), template, seed]
     teachers: list[dict[str, Any]] | None = None
+    # reference-code readings (docs/deviations.md; experiments/reference/ sets them): ListMLE's
+    # log(cumsum + eps) (RankCSE/SAN code: 1e-7; the paper's ListMLE: 0); teacher scores rounded to
+    # float16 with ties broken at random (the references under --fp16; fp32: exact scores); what a
+    # teacher without a template of its own reads: "own" (plain sentences, its own model's input) or
+    # "student" (the student's per-view prompt-wrapped ids, as RankCSE's trainer feeds them)
+    listmle_eps: float = 0.0
+    teacher_precision: str = "fp32"
+    teacher_inputs: str = "own"
     allow_untrained_teacher: bool = False  # the untrained init_model as teacher: refused unless true
     post_process: bool = False  # replace dropped SAN negatives by the SNCSE negation
     # rows whose augmentation failed: "keep" (references train on every row) or "drop" (counted)
@@ -197,6 +207,7 @@ class TrainSettings:
             bad("negation_period_fallback", "reproduces a quirk of SNCSE's period appending: needs append_period: true")
         for name, choices in (("recall_form", RECALL_FORMS), ("distill_loss", DISTILL_LOSSES),
                               ("consistency_form", CONSISTENCY_FORMS),
+                              ("teacher_precision", TEACHER_PRECISIONS), ("teacher_inputs", TEACHER_INPUTS),
                               ("failed_augmentation", FAILED_AUGMENTATION)):
             if getattr(self, name) not in choices:
                 bad(name, f"must be one of {', '.join(choices)}")
@@ -204,6 +215,8 @@ class TrainSettings:
             bad("negation_rules", "must be a rule-set name (sncse, root)")
         if self.distill_tau <= 0:
             bad("distill_tau", "must be > 0")
+        if not 0 <= self.listmle_eps < 1:
+            bad("listmle_eps", "must be in [0, 1) (the reference code's 1e-7, or 0)")
         for name in ("consistency_weight", "distill_weight"):
             if getattr(self, name) < 0:
                 bad(name, "must be >= 0")

@@ -109,10 +109,12 @@ class Objective(nn.Module):
         self.contrast = HiNCE(s.temperature, s.tau2) if s.negatives == "san" else InfoNCE(s.temperature)
         self.bml = BidirectionalMargin(s.bml_alpha, s.bml_beta) if s.bml_weight > 0 else None
         self.margin = TwoWayMaxMargin(s.margin_alpha, s.margin_beta) if s.margin_weight > 0 else None
-        self.listmle = ListMLESAN(s.listmle_tau) if s.listmle_weight > 0 else None
+        ties = s.teacher_precision == "fp16"  # fp16 teacher scores tie: the reference shuffles them
+        self.listmle = ListMLESAN(s.listmle_tau, s.listmle_eps, ties) if s.listmle_weight > 0 else None
         self.consistency = (RankingConsistency(s.temperature, s.consistency_form)
                             if s.consistency_weight > 0 else None)
-        self.distill = RankingDistillation(s.distill_tau, s.distill_loss) if s.distill_weight > 0 else None
+        self.distill = (RankingDistillation(s.distill_tau, s.distill_loss, s.listmle_eps, ties)
+                        if s.distill_weight > 0 else None)
         self.methods = newmethods.NewMethodTerms.build(s)  # HNCSE / HiCL / SynCSE term, else None
         # recall loss over the backbone's weights (the pretrained model's parameters, OssCSE Eq. 4)
         self.recall_params = [p for p in encoder.backbone.parameters() if p.requires_grad]

@@ -23,7 +23,7 @@ from hardneg.models.resolve import resolve_model
 from hardneg.train import distributed as D
 from hardneg.train import views
 from hardneg.train.model import ContrastiveEncoder
-from hardneg.train.objectives._common import cosine_matrix
+from hardneg.train.objectives._common import _upcast, cosine_matrix
 from hardneg.train.settings import TrainSettings
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,20 @@ class Teachers:
     def _template(self, spec: TeacherSpec, view: str) -> str | None:
         if spec.template is not None:
             return spec.template
-        return views.view_template(self.s, view) if spec.pooler == "mask" else None
+        # a [MASK] teacher needs a prompt; teacher_inputs "student": every teacher reads the
+        # student's per-view prompt-wrapped ids, as RankCSE's trainer feeds them (reference reading)
+        return views.view_template(self.s, view) if spec.pooler == "mask" or self.s.teacher_inputs == "student" else None
+
+    def _encode(self, enc: ContrastiveEncoder, texts: list[str], template: str | None,
+                info: D.DistInfo) -> torch.Tensor:
+        v = _upcast(enc(texts, template, use_mlp=False))  # float32 (float64 stays: reference tests)
+        # teacher_precision fp16: the references cast teacher embeddings to float16 under --fp16
+        v = v.half().to(v.dtype) if self.s.teacher_precision == "fp16" else v
+        return D.gather_no_grad(v, info)
+
+    def _score(self, spec: TeacherSpec, x: torch.Tensor, y: torch.Tensor, tau: float) -> torch.Tensor:
+        d = spec.weight * cosine_matrix(x, y) / tau
+        return d.half().to(d.dtype) if self.s.teacher_precision == "fp16" else d
 
     @torch.no_grad()
     def similarities(self, texts: list[str], san: list[str] | None,
@@ -137,13 +150,15 @@ class Teachers:
         # the reference feeds its teachers the student's ids: the same view text (SNCSE's " .")
         texts = views.view_texts(self.s, "anchor", texts)
         for spec, enc in zip(self.specs, self.encoders):
-            a = D.gather_no_grad(enc(texts, self._template(spec, "anchor"), use_mlp=False).float(), info)
+            a = self._encode(enc, texts, self._template(spec, "anchor"), info)
             if self.s.distill_weight > 0:
-                p = D.gather_no_grad(enc(texts, self._template(spec, "positive"), use_mlp=False).float(), info)
-                d = spec.weight * cosine_matrix(a, p) / self.s.distill_tau
+                p = self._encode(enc, texts, self._template(spec, "positive"), info)
+                d = self._score(spec, a, p, self.s.distill_tau)
                 out["distill"] = d if "distill" not in out else out["distill"] + d
             if self.s.listmle_weight > 0 and san is not None:
-                n = D.gather_no_grad(enc(san, self._template(spec, "san"), use_mlp=False).float(), info)
-                d = spec.weight * cosine_matrix(a, n) / self.s.listmle_tau
+                n = self._encode(enc, san, self._template(spec, "san"), info)
+                d = self._score(spec, a, n, self.s.listmle_tau)
                 out["san"] = d if "san" not in out else out["san"] + d
+        if self.s.teacher_precision == "fp16":  # the weighted sum rounded to float16 as well
+            out = {k: v.half().to(v.dtype) for k, v in out.items()}
         return out

@@ -40,6 +40,7 @@ from hardneg.train.checkpoint import (
 from hardneg.train.data import TrainingData, batch_rows, batches_per_epoch, load_training_data
 from hardneg.train.determinism import ordered_cpu_kernels
 from hardneg.train.model import ContrastiveEncoder
+from hardneg.train.reading import reading
 from hardneg.train.settings import TrainSettings
 from hardneg.train.step_model import Objective, StepModel
 from hardneg.train.teachers import Teachers, load_teachers, resolve_specs
@@ -408,6 +409,7 @@ def train(
             "per_device_batch": s.batch_size, "world_size": info.world_size,
             "best_step": best_step if best_step is not None else total_steps,
             "stsb_dev": final_dev, "data": data.counts, "settings": s.to_dict(), "fingerprint": fp,
+            "reading": reading(s.to_dict()),  # paper vs reference code (hardneg.train.reading)
         }
         if method_fallbacks:
             summary["fallbacks"] = method_fallbacks

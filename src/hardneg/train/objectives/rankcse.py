@@ -68,14 +68,17 @@ class RankingDistillation(nn.Module):
     ``cos(h_i, h+_j)/tau2`` ranked by the teachers' ``teacher_sims`` (already /tau2, summed with
     the teachers' weights). ``loss``: listmle (SAN's choice, §3.3) or listnet."""
 
-    def __init__(self, tau2: float = 0.05, loss: str = "listmle") -> None:
+    def __init__(self, tau2: float = 0.05, loss: str = "listmle", eps: float = 0.0, random_ties: bool = False) -> None:
         super().__init__()
         self.tau2 = tau2
         self.loss = loss
+        self.eps, self.random_ties = eps, random_ties  # ListMLE's reference-code options (listmle())
 
     def forward(self, anchors: torch.Tensor, positives: torch.Tensor, teacher_sims: torch.Tensor) -> torch.Tensor:
         scores = cosine_matrix(anchors, positives) / self.tau2
         if teacher_sims.shape != scores.shape:
             raise ValueError(f"ranking distillation: teacher similarities {tuple(teacher_sims.shape)} do not "
                              f"match student scores {tuple(scores.shape)}")
-        return listmle(scores, teacher_sims) if self.loss == "listmle" else listnet(scores, teacher_sims)
+        if self.loss == "listmle":
+            return listmle(scores, teacher_sims, self.eps, self.random_ties)
+        return listnet(scores, teacher_sims)
