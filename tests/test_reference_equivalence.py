@@ -200,7 +200,7 @@ def make_inputs(n: int, d: int, seed: int, s) -> tuple[dict, list[dict]]:
     tables = []
     for _ in s.teachers or []:
         tables.append({(first, tpl): torch.randn(n, d, generator=g, dtype=torch.float64)
-                       for first in ("t0", "s0") for tpl in (None, *TEMPLATES)})
+                       for first in ("t0.", "s0.") for tpl in (None, *TEMPLATES)})
     return z, tables
 
 
@@ -209,8 +209,8 @@ def teacher_views(s, table: dict, fed_student_ids: bool) -> dict:
     the teachers the student's input_ids (prompt-wrapped for a prompt student), else the plain
     sentence for both views (so a [CLS] teacher in eval mode gives equal anchor and positive)."""
     t = (lambda v: s.view_template(v)) if fed_student_ids else (lambda v: None)
-    return {"anchor": table[("t0", t("anchor"))], "positive": table[("t0", t("positive"))],
-            "san": table[("s0", t("san"))]}
+    return {"anchor": table[("t0.", t("anchor"))], "positive": table[("t0.", t("positive"))],
+            "san": table[("s0.", t("san"))]}
 
 
 def teacher_pooler(t: dict) -> str:
@@ -228,7 +228,8 @@ def ours(s, z: dict, tables: list[dict]) -> torch.Tensor:
                  for i, t in enumerate(s.teachers)]
         n = z["anchor"].shape[0]
         teachers = Teachers(specs, [_FixedTeacher(tb) for tb in tables], s)
-        sims = teachers.similarities([f"t{i}" for i in range(n)], [f"s{i}" for i in range(n)], D.DistInfo())
+        # sentences that end in punctuation: SNCSE's " ." (append_period) leaves them as they are
+        sims = teachers.similarities([f"t{i}." for i in range(n)], [f"s{i}." for i in range(n)], D.DistInfo())
     loss, _ = objective(z, D.DistInfo(), sims)
     return loss
 
