@@ -123,7 +123,9 @@ class CachedStep:
                 self.states.append(RngState.capture(self.device))
                 t, e = _slice_lists(self.texts, self.extra, self.n, lo, hi)
                 for name, vec in self.model(t, e, tok).items():
-                    parts.setdefault(name, []).append(vec)
+                    # a copy: under train.compile (CUDA graphs) a chunk's output may be a view of
+                    # graph memory that the next chunk's replay overwrites
+                    parts.setdefault(name, []).append(vec.clone())
         for name, vecs in parts.items():
             self.rows[name] = vecs[0].shape[0] // (self.chunks[0][1] - self.chunks[0][0])
             self.emb[name] = torch.cat(vecs).requires_grad_(True)
