@@ -8,7 +8,14 @@ import json
 
 import pytest
 import torch
-from test_train_trainer import _RecordingAdamW, settings, shards, wiki_lines  # noqa: F401  # fixtures
+from test_train_trainer import (  # noqa: F401  # fixtures and the DDP worker
+    _ddp_worker,
+    _free_port,
+    _RecordingAdamW,
+    settings,
+    shards,
+    wiki_lines,
+)
 
 from hardneg.train import cached_gradient
 from hardneg.train import distributed as D
@@ -220,3 +227,24 @@ def test_trainer_step_with_mini_batches_has_the_one_pass_gradient(tmp_path, tiny
     summary = json.loads((tmp_path / "cached" / "summary.json").read_text())
     assert summary["settings"]["mini_batch_size"] == 3
     assert "mini_batch_size" not in json.loads((tmp_path / "one" / "summary.json").read_text())["settings"]
+
+
+def test_ddp_cached_gradient_uses_the_gathered_batch(tmp_path, tiny_mlm_dir, shards, monkeypatch):  # noqa: F811
+    """2 gloo ranks x batch 2 with mini-batches of 1 (the loss on the all-gathered embeddings,
+    chunk re-runs under no_sync until the last) give the gradient of 1 process x batch 4 in one
+    pass, dropout off, within float32 rounding (T = 2 views x 4 x 24 token rows, DEPTH 40)."""
+    import torch.multiprocessing as mp
+
+    s = settings(tiny_mlm_dir, "simcse", batch_size=2, dropout=0.0, max_steps=1, mini_batch_size=1)
+    mp.spawn(_ddp_worker, args=(2, _free_port(), s, shards["corpus"], str(tmp_path / "ddp")), nprocs=2, join=True)
+    monkeypatch.setattr(torch.optim, "AdamW", _RecordingAdamW)
+    monkeypatch.setattr(_RecordingAdamW, "record", [])
+    train(settings(tiny_mlm_dir, "simcse", batch_size=4, dropout=0.0, max_steps=1), shards["corpus"], tmp_path / "one")
+    g_ddp = [torch.load(tmp_path / "ddp" / f"grads-rank{r}.pt") for r in range(2)]
+    g_one = _RecordingAdamW.record
+    rows = [json.loads(x) for x in (tmp_path / "one" / "metrics.jsonl").read_text().splitlines()]
+    norm = next(r["grad_norm"] for r in rows if r["kind"] == "train")
+    rel = 2 * 4 * 24 * 40 * EPS32
+    for a, b in zip(g_ddp[0][0], g_ddp[1][0]):
+        assert torch.equal(a, b)  # all-reduced once: every rank holds the same gradient
+    assert max(float((a - b).abs().max()) for a, b in zip(g_ddp[0][0], g_one[0])) <= rel * norm
