@@ -177,6 +177,8 @@ def gpu_rows(batch: int, minis: list[int | None], limit_gib: float = 16.0) -> li
     for mini in minis:
         gib, sps = peak(batch, mini)
         lines.append(f"| {batch} | {mini or 'one pass'} | {gib:.2f} | {sps:,.0f} |")
+    optimizer.zero_grad(set_to_none=True)
+    torch.cuda.empty_cache()  # the fraction caps what the allocator reserves: start from none cached
     total = torch.cuda.get_device_properties(device).total_memory
     torch.cuda.set_per_process_memory_fraction(min(1.0, limit_gib * 2**30 / total), device)
 
