@@ -42,6 +42,8 @@ FAMILIES = {
     "ranking-teachers": "rankcse",  # JS consistency + ListMLE distillation from a teacher
     "margin-recall": "osscse",  # negation + paraphrase views, recall term on the parameters
     "pool-negatives": "syncse",  # k pool negatives per sentence (k rows per chunk sentence)
+    "positive-mixing": "hncse_pm",  # HNCSE: mixing acts on the whole batch's embeddings
+    "negative-mixing": "hncse_hnm",  # its random pair draws come after the forward in both paths
 }
 
 
