@@ -250,3 +250,15 @@ def test_ddp_cached_gradient_uses_the_gathered_batch(tmp_path, tiny_mlm_dir, sha
     for a, b in zip(g_ddp[0][0], g_ddp[1][0]):
         assert torch.equal(a, b)  # all-reduced once: every rank holds the same gradient
     assert max(float((a - b).abs().max()) for a, b in zip(g_ddp[0][0], g_one[0])) <= rel * norm
+
+
+def test_out_of_memory_error_suggests_mini_batch_size_where_it_applies():
+    from hardneg.train.trainer import out_of_memory
+
+    def message(**kw) -> str:
+        s = TrainSettings.from_dict({**PRESETS[kw.pop("method", "simcse")], **kw})
+        return str(out_of_memory(torch.OutOfMemoryError("CUDA out of memory."), s, torch.device("cpu")))
+
+    assert "set mini_batch_size" in message()
+    assert "smaller mini_batch_size (now 32)" in message(mini_batch_size=32)
+    assert "mini_batch_size" not in message(method="hicl_simcse")  # refused for HiCL: not suggested

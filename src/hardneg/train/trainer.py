@@ -30,7 +30,7 @@ from hardneg.plotting import pyplot, save_png
 from hardneg.shards import write_json_atomic
 from hardneg.train import distributed as D
 from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
-from hardneg.train.cached_gradient import CachedStep
+from hardneg.train.cached_gradient import CachedStep, refusal
 from hardneg.train.checkpoint import (
     Checkpointer,
     IncompatibleCheckpoint,  # noqa: F401  # re-exported: callers catch it here
@@ -97,9 +97,12 @@ def out_of_memory(exc: BaseException, s: TrainSettings, device: torch.device) ->
         where = f"{device} ({torch.cuda.get_device_name(device)}): peak {peak:.2f} GiB allocated of {total:.2f} GiB"
     else:
         where = f"{device}"
+    cache = (f"use a smaller mini_batch_size (now {s.mini_batch_size})" if s.mini_batch_size is not None
+             else "set mini_batch_size (cached gradients: same batch, less memory)" if refusal(s) is None else None)
+    fixes = "lower batch_size or max_length, " + (f"{cache}, " if cache else "") + "or give the job a whole GPU"
     return TrainingOutOfMemory(
         f"out of memory with train setting batch_size={s.batch_size} (max_length={s.max_length}) on {where}; "
-        f"lower batch_size or max_length, or give the job a whole GPU ({str(exc).splitlines()[0][:200]})"
+        f"{fixes} ({str(exc).splitlines()[0][:200]})"
     )
 
 
