@@ -23,6 +23,10 @@ TEACHER_INPUTS = ("own", "student")
 TEACHER_KEYS = {"model", "method", "weight", "pooler", "template", "seed"}
 # Settings that do not change what is computed: a checkpoint stays resumable across them.
 # compile: how, not what, is computed (like the GPU model): a run may resume with it toggled
+NULLABLE_NUMBERS = ("max_steps", "dropout", "dev_max_pairs", "head_lr", "mini_batch_size")
+# Settings left out of to_dict (so of the fingerprint, settings.json, summary.json and the rule
+# params) while unset: a run without them is keyed and written exactly as before they existed.
+OMITTED_WHEN_NONE = frozenset({"mini_batch_size"})
 NON_STRUCTURAL = frozenset({"eval_every", "checkpoint_every", "log_every", "show_progress", "compile"})
 
 
@@ -133,6 +137,10 @@ class TrainSettings:
     log_every: int = 10
     show_progress: bool = True
     compile: bool = False  # torch.compile the backbone (CUDA graphs on CUDA), batches padded to max_length
+    # cached-gradient training (hardneg.train.cached_gradient): embed the per-device batch in chunks
+    # of this many sentences, loss on the whole batch, re-run each chunk with its dropout replayed.
+    # None: one pass (omitted from to_dict then, so unset runs keep their settings and keys)
+    mini_batch_size: int | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -148,8 +156,8 @@ class TrainSettings:
             if isinstance(f.default, bool):
                 if not isinstance(value, bool):
                     bad(f.name, "must be true or false")
-            elif isinstance(f.default, (int, float)) or f.name in ("max_steps", "dropout", "dev_max_pairs", "head_lr"):
-                if value is None and f.name in ("max_steps", "dropout", "dev_max_pairs", "head_lr"):
+            elif isinstance(f.default, (int, float)) or f.name in NULLABLE_NUMBERS:
+                if value is None and f.name in NULLABLE_NUMBERS:
                     continue
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     bad(f.name, "must be a number")
@@ -170,6 +178,13 @@ class TrainSettings:
             bad("batch_size", "in-batch negatives need at least 2 sentences per device")
         if self.dev_max_pairs is not None and self.dev_max_pairs < 3:
             bad("dev_max_pairs", "must be >= 3 or null")
+        if self.mini_batch_size is not None:
+            from hardneg.train.cached_gradient import refusal
+
+            if self.mini_batch_size < 1:
+                bad("mini_batch_size", "must be >= 1 or null (one pass)")
+            if (why := refusal(self)) is not None:
+                bad("mini_batch_size", why)
         if self.max_steps is not None and self.max_steps < 1:
             bad("max_steps", "must be >= 1 or null")
         for name in ("lr", "temperature", "tau2", "listmle_tau"):
@@ -284,7 +299,8 @@ class TrainSettings:
         return self.pooler
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        return {k: v for k, v in d.items() if not (k in OMITTED_WHEN_NONE and v is None)}
 
     def fingerprint(self, world_size: int = 1) -> str:
         """Hash of everything that changes what training computes (for resume compatibility)."""

@@ -30,6 +30,7 @@ from hardneg.plotting import pyplot, save_png
 from hardneg.shards import write_json_atomic
 from hardneg.train import distributed as D
 from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
+from hardneg.train.cached_gradient import CachedStep, refusal
 from hardneg.train.checkpoint import (
     Checkpointer,
     IncompatibleCheckpoint,  # noqa: F401  # re-exported: callers catch it here
@@ -97,9 +98,12 @@ def out_of_memory(exc: BaseException, s: TrainSettings, device: torch.device) ->
         where = f"{device} ({torch.cuda.get_device_name(device)}): peak {peak:.2f} GiB allocated of {total:.2f} GiB"
     else:
         where = f"{device}"
+    cache = (f"use a smaller mini_batch_size (now {s.mini_batch_size})" if s.mini_batch_size is not None
+             else "set mini_batch_size (cached gradients: same batch, less memory)" if refusal(s) is None else None)
+    fixes = "lower batch_size or max_length, " + (f"{cache}, " if cache else "") + "or give the job a whole GPU"
     return TrainingOutOfMemory(
         f"out of memory with train setting batch_size={s.batch_size} (max_length={s.max_length}) on {where}; "
-        f"lower batch_size or max_length, or give the job a whole GPU ({str(exc).splitlines()[0][:200]})"
+        f"{fixes} ({str(exc).splitlines()[0][:200]})"
     )
 
 
@@ -329,6 +333,10 @@ def train(
     # back only at logging/eval/checkpoint steps on CUDA (every step on CPU, where it is free)
     upcoming = Prefetch(prepare, step, total_steps, PREFETCH_DEPTH) if PREFETCH_DEPTH > 0 else Inline(prepare, step)
     deferred = device.type == "cuda"
+
+    def autocast() -> torch.autocast:
+        return torch.autocast(device.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None)
+
     bad_step = torch.zeros((), dtype=torch.long, device=device)  # first non-finite step (1-based), 0 = none
     parts: dict[str, torch.Tensor] = {}
     while step < total_steps:
@@ -339,8 +347,10 @@ def train(
             tokens = core_model.tokenize(texts, extra)
         teacher_sims = teachers.similarities(texts, extra.get("san"), info) if teachers is not None else None
         try:
-            with torch.autocast(device.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
-                emb = step_model(texts, extra, tokens)
+            cached = (CachedStep(core_model, texts, extra, tokens, s.mini_batch_size, device)
+                      if s.mini_batch_size is not None else None)  # train.mini_batch_size: GradCache
+            with autocast():
+                emb = step_model(texts, extra, tokens) if cached is None else cached.embed()
             assert emb["anchor"].shape[0] * info.world_size == global_batch
             loss, parts = objective(emb, info, teacher_sims)
             finite = torch.isfinite(parts["loss"])
@@ -349,6 +359,8 @@ def train(
                 check_finite(bad_step, parts, n_batches, info)
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
+            if cached is not None:  # the loss's gradient reached the embeddings: now the encoder
+                cached.backward(step_model, autocast)
             scaler.unscale_(optimizer)
             grad_norm = torch.nn.utils.clip_grad_norm_(params, s.grad_clip if s.grad_clip > 0 else float("inf"))
             scaler.step(optimizer)
