@@ -242,3 +242,30 @@ def test_every_integer_train_setting_is_an_integer_in_the_schema():
             types = schema[f.name]["type"]
             types = types if isinstance(types, list) else [types]
             assert ("integer" in types) == (kind == "int"), (f.name, types)
+
+
+# --- user data is checked by errors, not by assert (python -O drops asserts) ---------------------
+DUPLICATE_IDS = """
+import sys
+from hardneg.train.data import load_training_data
+try:
+    load_training_data([sys.argv[1]], {"negation": [sys.argv[2]]}, ["negation"])
+except ValueError as exc:
+    print(exc)
+    sys.exit(3)
+"""
+
+
+def test_duplicate_ids_in_an_augmentation_shard_are_an_error_under_python_O(tmp_path, lines):
+    import subprocess
+    import sys
+
+    corpus = corpus_shard(lines, N_ROWS, tmp_path / "corpus.parquet")
+    ids = [*range(N_ROWS), 2, 5, 5]
+    neg = write_shard(pl.DataFrame({"id": pl.Series(ids, dtype=pl.Int64), "negation": [f"not {i}" for i in ids]}),
+                      tmp_path / "neg.parquet")
+    proc = subprocess.run([sys.executable, "-O", "-c", DUPLICATE_IDS, corpus, str(neg)],
+                          check=False, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stdout + proc.stderr[-2000:]
+    assert f"{neg}: id 2 occurs 2 times (rows 2, 16); 2 id(s) repeat" in proc.stdout
+
