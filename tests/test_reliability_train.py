@@ -269,3 +269,32 @@ def test_duplicate_ids_in_an_augmentation_shard_are_an_error_under_python_O(tmp_
     assert proc.returncode == 3, proc.stdout + proc.stderr[-2000:]
     assert f"{neg}: id 2 occurs 2 times (rows 2, 16); 2 id(s) repeat" in proc.stdout
 
+
+
+# --- inspect: a shard without a column its view reads ------------------------------------------
+@pytest.mark.parametrize(("augmenter", "columns", "lacking"), [
+    ("negation", {"rule": "prefix"}, "negation"),
+    ("negation", {"negation": "Not so."}, "rule"),
+    ("backtranslation", {"paraphrase": "So."}, "paraphrase_pivot"),
+    ("backtranslation", {"paraphrase_pivot": "de"}, "paraphrase"),
+])
+def test_inspect_names_the_shard_and_the_missing_column(capsys, tmp_path, augmenter, columns, lacking):
+    frame = pl.DataFrame({"id": [0], "text": ["So."], "status": ["ok"], "reason": [None], "augmenter": [augmenter],
+                          **{k: [v] for k, v in columns.items()}}, schema_overrides={"reason": pl.String})
+    shard = write_shard(frame, tmp_path / "s.parquet")
+    rc, _, err = run_cli(capsys, "inspect", str(shard))
+    assert rc == 2 and f"{shard}: a '{augmenter}' shard lacks a column its view needs: {lacking} " in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_inspect_names_a_column_an_undeclaring_renderer_reads(tmp_path):
+    from hardneg.augment import inspect as insp
+
+    insp.register_renderer("reads_x", lambda f, n, s: "\n".join(r["x"] for r in f.iter_rows(named=True)))
+    try:
+        frame = pl.DataFrame({"id": [0], "text": ["So."], "status": ["ok"], "reason": ["-"], "augmenter": ["reads_x"]})
+        with pytest.raises(ValueError, match=r"<frame>: a 'reads_x' shard lacks a column its view needs: x "):
+            insp.inspect_frame(frame)
+    finally:
+        insp.RENDERERS.pop("reads_x")
+        insp.RENDER_COLUMNS.pop("reads_x")
