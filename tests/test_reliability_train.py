@@ -151,6 +151,13 @@ def test_a_broken_weights_file_is_one_line_naming_it(capsys, tmp_path, tiny_mlm_
                          "--out", str(tmp_path / "sts.json"))
     assert rc == 2 and f"{weights}: cannot read the weights" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+    # train and san load through the same home: the same line under their own setting
+    from hardneg.models.load import load_backbone, load_masked_lm
+    from hardneg.models.resolve import ModelNotFound
+
+    for load, setting in ((load_backbone, "train.init_model"), (load_masked_lm, "san.mlm")):
+        with pytest.raises(ModelNotFound, match=rf"^{setting}: .*{weights}: cannot read the weights"):
+            load(str(folder), setting=setting)
 
 
 @pytest.mark.parametrize(("key", "value", "weight"), [("hidden_size", 64, "embeddings.LayerNorm.bias"),
