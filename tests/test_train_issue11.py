@@ -254,6 +254,14 @@ def test_teacher_bad_input_names_the_setting(tiny_mlm_dir, tmp_path):
     tok = AutoTokenizer.from_pretrained(other)
     tok.add_tokens(["zzqxhardneg"])
     tok.save_pretrained(other)
+    # a tokenizer larger than the embedding table is refused by the loader itself
+    with pytest.raises(TeacherError, match=r"teachers\[0\].*30523 tokens but the model's embedding table only 30522"):
+        load_teachers(specs(other), student, 32, torch.device("cpu"))
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(other)
+    model.resize_token_embeddings(len(tok))  # a whole model, with another vocabulary than the student's
+    model.save_pretrained(other)
     with pytest.raises(TeacherError, match=r"teachers\[0\].*different tokenizer"):
         load_teachers(specs(other), student, 32, torch.device("cpu"))
     with pytest.raises(ValueError, match=r"train setting 'teachers'.*'model'.*'method'"):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 
 # Package data, so a non-editable install finds it: src/hardneg/schemas/config.schema.yaml is a
@@ -25,6 +25,16 @@ SCHEMA_PATH = Path(str(resources.files("hardneg") / "schemas" / "config.schema.y
 
 class ConfigError(ValueError):
     """A configuration problem, with the offending key path in the message."""
+
+
+def _is_integer(_checker: Any, value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# JSON Schema counts 8.0 as an integer; the stages do not (a float batch size or step count fails
+# deep inside numpy/torch), so `type: integer` here means an int as YAML reads `8`, never `8.0`
+Validator = validators.extend(
+    Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
 
 
 def deep_merge(base: dict, overlay: dict) -> dict:
@@ -104,7 +114,7 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
     schema = load_schema(schema_path)
     if isinstance(config, dict):
         fill_defaults(config, schema)
-    validator = Draft202012Validator(schema)
+    validator = Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     problems = [_describe(e) for e in errors] + _value_errors(config)
     if not problems:  # cross-field rules assume a schema-valid config

@@ -35,11 +35,22 @@ RENDERERS: dict[str, str | Renderer] = {
 }
 
 
-def register_renderer(augmenter: str, func: str | Renderer) -> None:
-    """Add (or replace) the renderer of ``augmenter``: a callable or a ``"module:function"`` path."""
+# the columns each renderer reads besides REQUIRED_COLUMNS: checked before it runs, so a shard
+# without one is a line naming the shard and the column, not a KeyError from inside the view
+RENDER_COLUMNS: dict[str, tuple[str, ...]] = {
+    "san": ("iter0", "san"),
+    "negation": ("negation", "rule"),
+    "backtranslation": ("paraphrase", "paraphrase_pivot"),
+}
+
+
+def register_renderer(augmenter: str, func: str | Renderer, columns: tuple[str, ...] = ()) -> None:
+    """Add (or replace) the renderer of ``augmenter``: a callable or a ``"module:function"`` path,
+    with the ``columns`` it reads besides ``REQUIRED_COLUMNS``."""
     if not augmenter or not (callable(func) or (isinstance(func, str) and ":" in func)):
         raise ValueError(f"register_renderer: need a name and a callable or 'module:function', got {augmenter!r}, {func!r}")
     RENDERERS[augmenter] = func
+    RENDER_COLUMNS[augmenter] = tuple(columns)
 
 
 def get_renderer(augmenter: str) -> Renderer:
@@ -120,12 +131,21 @@ def inspect_frame(frame: pl.DataFrame, sample: int = 5, seed: int = 0, source: s
     if sample < 0:
         raise ValueError(f"sample must be >= 0, got {sample}")
     for name in augmenters:
+        lacking = [c for c in RENDER_COLUMNS.get(name, ()) if c not in frame.columns]
+        if lacking:
+            raise ValueError(f"{source}: a '{name}' shard lacks a column its view needs: {', '.join(lacking)} "
+                             f"(have: {', '.join(frame.columns)})")
         sub = frame.filter(pl.col("augmenter") == name)
         try:
             parts.append(get_renderer(name)(sub, sample, seed))
         except pl.exceptions.ColumnNotFoundError as exc:
             raise ValueError(f"{source}: a '{name}' shard lacks a column its view needs: "
                              f"{str(exc).splitlines()[0]} (have: {', '.join(frame.columns)})") from None
+        except KeyError as exc:  # a row dict without the column (a renderer that declared too little)
+            if not (exc.args and isinstance(exc.args[0], str) and exc.args[0] not in frame.columns):
+                raise
+            raise ValueError(f"{source}: a '{name}' shard lacks a column its view needs: {exc.args[0]} "
+                             f"(have: {', '.join(frame.columns)})") from None
     return "\n\n".join(parts) + "\n"
 
 

@@ -161,7 +161,9 @@ def prepare_corpus(
         },
     }
     # The books must balance: every line read is kept or dropped with a reason.
-    assert manifest["kept"] + manifest["dropped_total"] == lines_read
+    if manifest["kept"] + manifest["dropped_total"] != lines_read:
+        raise RuntimeError(f"{manifest_path}: {manifest['kept']} kept + {manifest['dropped_total']} dropped lines "
+                           f"!= {lines_read} read: a line went unaccounted")
     write_json_atomic(manifest, manifest_path)
     log.info("kept %d of %d lines read; dropped %s; %d kept sentences also in evaluation data",
              len(kept_ids), lines_read, manifest["dropped"], sum(in_eval))

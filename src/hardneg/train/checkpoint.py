@@ -5,6 +5,7 @@ weights as an uninterrupted run (same dropout masks after the resume)."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,10 @@ import torch
 
 from hardneg.shards import atomic_path
 from hardneg.train import distributed as D
+from hardneg.train.inputs import changed_inputs
 from hardneg.train.settings import NON_STRUCTURAL, TrainSettings
+
+log = logging.getLogger(__name__)
 
 
 class IncompatibleCheckpoint(ValueError):
@@ -57,11 +61,14 @@ def check_compatible(ckpt: dict, settings: TrainSettings, world_size: int, path:
 
 class Checkpointer:
     """Saves and restores ``objects`` (name -> anything with ``state_dict``/``load_state_dict``:
-    model, optimizer, scheduler, scaler) in ``work``; every rank calls ``save`` (it synchronises)."""
+    model, optimizer, scheduler, scaler) in ``work``; every rank calls ``save`` (it synchronises).
+    ``inputs`` (``hardneg.train.inputs.input_digests``) is saved with the state; a state saved for
+    other inputs is discarded by ``restore`` (the run starts over) rather than trained on."""
 
     def __init__(self, work: Path, settings: TrainSettings, info: D.DistInfo, fingerprint: str,
-                 objects: dict[str, Any]) -> None:
+                 objects: dict[str, Any], inputs: dict[str, dict[str, str]] | None = None) -> None:
         self.work, self.s, self.info, self.fp, self.objects = Path(work), settings, info, fingerprint, objects
+        self.inputs = inputs or {}
         self.path = self.work / "last.pt"
         self.rng_path = self.work / f"rng-rank{info.rank}.pt"
         self.saved_step = 0  # the step of the last complete checkpoint
@@ -74,6 +81,16 @@ class Checkpointer:
             return None
         ckpt = torch.load(self.path, map_location="cpu", weights_only=False)
         check_compatible(ckpt, self.s, self.info.world_size, self.path)
+        changed = changed_inputs(ckpt.get("inputs"), self.inputs)
+        if changed:  # every rank read the same last.pt, so every rank takes this branch
+            log.warning("not resuming %s (step %d): %s; training starts again from step 0",
+                        self.path, ckpt.get("step", 0), "; ".join(changed))
+            D.barrier(self.info)  # every rank has read last.pt before it goes
+            if self.info.is_main:
+                remove_resume_state(self.work)
+                self.work.mkdir(parents=True, exist_ok=True)
+            D.barrier(self.info)
+            return None
         for name, obj in self.objects.items():
             obj.load_state_dict(ckpt[name])
         step = ckpt["step"]
@@ -103,7 +120,7 @@ class Checkpointer:
         D.barrier(self.info)
         if self.info.is_main:
             save_atomic({"fingerprint": self.fp, "settings": self.s.to_dict(), "world_size": self.info.world_size,
-                         "step": step, **{name: obj.state_dict() for name, obj in self.objects.items()},
+                         "inputs": self.inputs, "step": step, **{name: obj.state_dict() for name, obj in self.objects.items()},
                          "best_score": best_score, "best_step": best_step}, self.path)
         D.barrier(self.info)
         self.saved_step = step

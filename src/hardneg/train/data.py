@@ -65,6 +65,18 @@ def _read(path: str | Path, columns: list[str], kind: str, rule: str | None) -> 
     return read_shard(path, columns=columns)
 
 
+def check_unique_ids(frame: pl.DataFrame, path: str | Path, rule: str | None) -> None:
+    """Raise naming the shard, the first repeated id and its rows: the join by id would otherwise
+    repeat corpus rows (training on more rows than the corpus has)."""
+    dup = frame.with_row_index("_row").filter(pl.col("id").is_duplicated())
+    if dup.height:
+        first = dup["id"][0]
+        rows = dup.filter(pl.col("id") == first)["_row"].to_list()
+        hint = f": re-run {rule}" if rule else ""
+        raise ValueError(f"{path}: id {first} occurs {len(rows)} times (rows {', '.join(map(str, rows[:5]))}); "
+                         f"{dup['id'].n_unique()} id(s) repeat, and every id must be unique in a shard{hint}")
+
+
 def check_negation_rules(path: str | Path, expected: str) -> None:
     """Raise naming ``train.negation_rules`` when the negation shard's manifest (``<shard>.json``,
     key ``rules``) records other rules than the run expects. Manifests without the key predate
@@ -125,6 +137,7 @@ def load_training_data(
     counts: dict[str, int] = {"rows_in": 0}
     for i, cpath in enumerate(corpus_shards):
         frame = _read(cpath, ["id", "text"], "corpus", "rule prepare_corpus (rules/data.smk)")
+        check_unique_ids(frame, cpath, "rule prepare_corpus (rules/data.smk)")
         counts["rows_in"] += frame.height
         for col in needed:
             kind, rule = SOURCES[col]
@@ -133,6 +146,7 @@ def load_training_data(
                 check_negation_rules(apath, negation_rules)
             raw = _final_iteration(apath) if col == "san" and failed == "keep" else None
             aug = _read(apath, ["id", col] + ([raw] if raw else []), kind, rule)
+            check_unique_ids(aug, apath, rule)
             if raw:  # the degenerate output the quality filter dropped: the reference trains on it
                 aug = aug.with_columns(pl.col(raw).alias("_raw_san")).drop(raw)
             extra = aug.join(frame.select("id"), on="id", how="anti")
@@ -179,7 +193,8 @@ def load_training_data(
     data = data.filter(keep)
     counts["rows_used"] = data.height
     dropped = sum(v for k, v in counts.items() if k.startswith("dropped_"))
-    assert counts["rows_used"] + dropped == counts["rows_in"], counts  # nothing vanishes silently
+    if counts["rows_used"] + dropped != counts["rows_in"]:  # nothing vanishes or appears silently
+        raise RuntimeError(f"training rows do not add up ({counts}) for corpus shards {', '.join(map(str, corpus_shards))}")
     if data.height < 2:
         raise ValueError(f"only {data.height} usable training row(s) out of {counts['rows_in']} ({counts}): "
                          f"in-batch negatives need at least 2")

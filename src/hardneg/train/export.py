@@ -13,6 +13,9 @@ card warns.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +62,42 @@ def export_sentence_transformers(
     template: str | None = None,
     card: dict[str, Any] | None = None,
 ) -> Path:
-    """Write ``backbone`` + ``pooler`` as a sentence-transformers folder at ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    """Write ``backbone`` + ``pooler`` as a sentence-transformers folder at ``out_dir``.
+
+    Written into a temporary folder beside ``out_dir`` and renamed into place when complete: a
+    kill during the export leaves no folder there (a half one, say weights without tokenizer or
+    without ``modules.json``, would load and score as another model)."""
+    final = Path(out_dir)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for stale in final.parent.glob(f".{final.name}.*.part"):  # left by a killed export of this folder
+        shutil.rmtree(stale, ignore_errors=True)
+    out = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".part", dir=final.parent))
+    try:
+        _write_folder(backbone, tokenizer, out, pooler, max_length, template, card)
+        umask = os.umask(0)
+        os.umask(umask)
+        out.chmod(0o777 & ~umask)  # mkdtemp makes 0700; as mkdir would
+        _replace_folder(out, final)
+    finally:
+        if out.exists():
+            shutil.rmtree(out)
+    return final
+
+
+def _replace_folder(new: Path, final: Path) -> None:
+    """Rename ``new`` onto ``final``; an existing ``final`` is moved aside first and then deleted
+    (a kill between the two renames leaves no ``final``, never a mix of both)."""
+    old = None
+    if final.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".part", dir=final.parent))
+        os.replace(final, old / final.name)
+    os.replace(new, final)
+    if old is not None:
+        shutil.rmtree(old)
+
+
+def _write_folder(backbone: torch.nn.Module, tokenizer, out: Path, pooler: str, max_length: int,
+                  template: str | None, card: dict[str, Any] | None) -> None:
     backbone.save_pretrained(out, safe_serialization=True)
     _stateless_copy(tokenizer).save_pretrained(out)
     dim = int(backbone.config.hidden_size)
@@ -91,7 +127,6 @@ def export_sentence_transformers(
         write_json_atomic({"pooler": pooler, "template": template, "max_length": max_length},
                           out / HARDNEG_POOLING_FILE)
     (out / "README.md").write_text(_model_card(pooler, template, max_length, native, card or {}), encoding="utf-8")
-    return out
 
 
 def _model_card(pooler: str, template: str | None, max_length: int, native: bool, card: dict[str, Any]) -> str:

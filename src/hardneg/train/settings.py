@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,11 +24,15 @@ TEACHER_INPUTS = ("own", "student")
 TEACHER_KEYS = {"model", "method", "weight", "pooler", "template", "seed"}
 # Settings that do not change what is computed: a checkpoint stays resumable across them.
 # compile: how, not what, is computed (like the GPU model): a run may resume with it toggled
-NULLABLE_NUMBERS = ("max_steps", "dropout", "dev_max_pairs", "head_lr", "mini_batch_size")
 # Settings left out of to_dict (so of the fingerprint, settings.json, summary.json and the rule
 # params) while unset: a run without them is keyed and written exactly as before they existed.
 OMITTED_WHEN_NONE = frozenset({"mini_batch_size"})
 NON_STRUCTURAL = frozenset({"eval_every", "checkpoint_every", "log_every", "show_progress", "compile"})
+
+
+def _is_int_field(f: dataclasses.Field) -> bool:
+    """An ``int`` or ``int | None`` field (annotations are strings here: ``from __future__``)."""
+    return str(f.type).split(" | ")[0] == "int"
 
 
 @dataclass
@@ -156,13 +161,17 @@ class TrainSettings:
             if isinstance(f.default, bool):
                 if not isinstance(value, bool):
                     bad(f.name, "must be true or false")
-            elif isinstance(f.default, (int, float)) or f.name in NULLABLE_NUMBERS:
-                if value is None and f.name in NULLABLE_NUMBERS:
+            elif str(f.type).split(" | ")[0] in ("int", "float"):
+                if value is None and str(f.type).endswith("| None"):
                     continue
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     bad(f.name, "must be a number")
-                if isinstance(f.default, int) and not isinstance(f.default, bool) and not float(value).is_integer():
-                    bad(f.name, "must be an integer")
+                # every entry point (config, --set, --settings JSON) comes here: NaN passes every
+                # comparison below and inf makes a loss without gradient, so both are refused
+                if not math.isfinite(value):
+                    bad(f.name, "must be a finite number")
+                if _is_int_field(f) and not isinstance(value, int):  # 8.0 too: numpy/torch want ints
+                    bad(f.name, "must be an integer (written without a decimal point)")
         if self.pooler not in POOLERS:
             bad("pooler", f"must be one of {', '.join(POOLERS)}")
         if self.pooler == "mask" and (not self.templates or len(self.templates) != 2):

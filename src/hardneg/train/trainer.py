@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from hardneg.encoders.tokenize import PromptTokenizer
 from hardneg.models.device import pick_device
 from hardneg.models.precision import autocast_dtype, resolve_precision
+from hardneg.models.resolve import resolve_model
 from hardneg.plotting import pyplot, save_png
 from hardneg.shards import write_json_atomic
 from hardneg.train import distributed as D
@@ -40,6 +41,7 @@ from hardneg.train.checkpoint import (
 )
 from hardneg.train.data import TrainingData, batch_rows, batches_per_epoch, load_training_data
 from hardneg.train.determinism import ordered_cpu_kernels
+from hardneg.train.inputs import input_digests
 from hardneg.train.model import ContrastiveEncoder
 from hardneg.train.reading import reading
 from hardneg.train.settings import TrainSettings
@@ -276,8 +278,12 @@ def train(
     step, best_score, best_step = 0, -math.inf, None
     metrics_path = work / "metrics.jsonl"
     torch.manual_seed(s.seed * 1000 + info.rank)  # different dropout masks per rank
+    # the content of every file read: a resume on other data starts over (train/inputs.py)
+    models = {"init_model": resolve_model(s.init_model, setting="train.init_model"),
+              **{f"teachers[{i}]": t.model for i, t in enumerate(teacher_specs)}}
+    inputs = input_digests(corpus_shards, {c: (augment_shards or {}).get(c, ()) for c in s.needed_columns()}, models)
     checkpoint = Checkpointer(work, s, info, fp, {"model": encoder, "optimizer": optimizer,
-                                                  "scheduler": scheduler, "scaler": scaler})
+                                                  "scheduler": scheduler, "scaler": scaler}, inputs=inputs)
     if resume and (restored := checkpoint.restore()) is not None:
         step, best_score, best_step = restored
         log.info("resumed from %s at step %d", checkpoint.path, step)
