@@ -22,11 +22,11 @@ CONSISTENCY_FORMS = ("js", "reference_clamped")
 TEACHER_PRECISIONS = ("fp32", "fp16")
 TEACHER_INPUTS = ("own", "student")
 TEACHER_KEYS = {"model", "method", "weight", "pooler", "template", "seed"}
-# Settings that do not change what is computed: a checkpoint stays resumable across them.
-# compile: how, not what, is computed (like the GPU model): a run may resume with it toggled
 # Settings left out of to_dict (so of the fingerprint, settings.json, summary.json and the rule
 # params) while unset: a run without them is keyed and written exactly as before they existed.
 OMITTED_WHEN_NONE = frozenset({"mini_batch_size"})
+# Settings that do not change what is computed: a checkpoint stays resumable across them.
+# compile: how, not what, is computed (like the GPU model): a run may resume with it toggled
 NON_STRUCTURAL = frozenset({"eval_every", "checkpoint_every", "log_every", "show_progress", "compile"})
 
 
