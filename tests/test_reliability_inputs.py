@@ -221,3 +221,19 @@ def test_temp_files_of_a_killed_write_are_cleaned(tmp_path):
     write_json_atomic({"a": 1}, tmp_path / "out.json")
     assert not stale.exists() and other.exists()
     assert sorted(os.listdir(tmp_path)) == [".other.json.abc123.part", "out.json"]
+
+
+def test_nul_and_bidi_controls_do_not_reach_the_corpus(tmp_path):
+    from hardneg.data.corpus import normalise, prepare_corpus
+
+    assert normalise("zero\u200bwidth") == "zerowidth"  # removed, not a space
+    assert normalise("price \u202e01$\u202c ok \u2066x\u2069\u200f") == "price 01$ ok x"
+    src = tmp_path / "c.txt"
+    src.write_bytes("Good line.\nNUL\x00inside.\nESC \x1b[31m red.\nA \u202eevil\u202c line.\n".encode())
+    m = prepare_corpus(src, [tmp_path / "s.parquet"], tmp_path / "r.parquet", tmp_path / "m.json",
+                       max_sentences=4, shard_size=4, progress=False)
+    assert m["kept"] == 2 and m["dropped"]["control_character"] == 2
+    assert m["kept"] + m["dropped_total"] == m["lines_read"] == 4
+    assert pl.read_parquet(tmp_path / "s.parquet")["text"].to_list() == ["Good line.", "A evil line."]
+    rej = pl.read_parquet(tmp_path / "r.parquet")
+    assert rej["id"].to_list() == [1, 2] and set(rej["reason"]) == {"control_character"}
