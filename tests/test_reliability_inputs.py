@@ -237,3 +237,20 @@ def test_nul_and_bidi_controls_do_not_reach_the_corpus(tmp_path):
     assert pl.read_parquet(tmp_path / "s.parquet")["text"].to_list() == ["Good line.", "A evil line."]
     rej = pl.read_parquet(tmp_path / "r.parquet")
     assert rej["id"].to_list() == [1, 2] and set(rej["reason"]) == {"control_character"}
+
+
+def test_a_plan_of_more_shards_than_the_workflow_names_is_refused_at_once(tmp_path, capsys):
+    from hardneg.cli import main
+
+    with pytest.raises(ConfigError) as err:
+        load_config([ROOT / "config.yaml"], {"corpus": {"max_sentences": 10_000_000, "shard_size": 100}})
+    assert ("corpus.max_sentences=10000000 / corpus.shard_size=100 plan 100,000 shards, more than "
+            "the 1,000 the workflow names") in str(err.value)
+    assert "raise corpus.shard_size to at least 10,000" in str(err.value)
+    load_config([ROOT / "config.yaml"], {"corpus": {"max_sentences": 1000, "shard_size": 1}})  # fits
+    src = tmp_path / "c.txt"
+    src.write_text("One sentence.\n")
+    assert main(["prepare-corpus", str(src), str(tmp_path / "out"), "--max-sentences", "100000",
+                 "--shard-size", "1"]) == 2
+    assert "--max-sentences=100000 / --shard-size=1 plan 100,000 shards" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

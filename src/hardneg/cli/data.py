@@ -8,7 +8,7 @@ import math
 import re
 from pathlib import Path
 
-from hardneg.config import schema_default
+from hardneg.config import schema_default, shard_plan_error
 
 DEFAULT_BASE = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/"
 
@@ -61,6 +61,9 @@ def _prepare(args: argparse.Namespace) -> int:
     for name in ("max_sentences", "shard_size"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if err := shard_plan_error(args.max_sentences, args.shard_size, where="--"):
+        raise ValueError(err.replace("--max_sentences", "--max-sentences").replace(
+            "--shard_size", "--shard-size"))
     n = n_shards(args.max_sentences, args.shard_size)
     shards = [out / f"shard-{i:03d}.parquet" for i in range(n)]
     manifest = run_prepare_corpus(
