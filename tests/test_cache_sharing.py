@@ -129,6 +129,6 @@ def test_forcerun_and_until_rerun_one_rule(augmented):
     assert jobs == {"select_paraphrase": 2}, jobs
     # Really re-run it: only that rule executes, the shards it makes are rewritten.
     out = smk(augmented, *TINY, "--cores", "2", "--forcerun", "select_paraphrase", "--until",
-              "select_paraphrase")
+              "select_paraphrase", limit=300)
     ran = set(re.findall(r"^(?:local)?rule (\w+):", out, flags=re.MULTILINE))
     assert ran == {"select_paraphrase"}, ran
