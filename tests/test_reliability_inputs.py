@@ -221,3 +221,36 @@ def test_temp_files_of_a_killed_write_are_cleaned(tmp_path):
     write_json_atomic({"a": 1}, tmp_path / "out.json")
     assert not stale.exists() and other.exists()
     assert sorted(os.listdir(tmp_path)) == [".other.json.abc123.part", "out.json"]
+
+
+def test_nul_and_bidi_controls_do_not_reach_the_corpus(tmp_path):
+    from hardneg.data.corpus import normalise, prepare_corpus
+
+    assert normalise("zero\u200bwidth") == "zerowidth"  # removed, not a space
+    assert normalise("price \u202e01$\u202c ok \u2066x\u2069\u200f") == "price 01$ ok x"
+    src = tmp_path / "c.txt"
+    src.write_bytes("Good line.\nNUL\x00inside.\nESC \x1b[31m red.\nA \u202eevil\u202c line.\n".encode())
+    m = prepare_corpus(src, [tmp_path / "s.parquet"], tmp_path / "r.parquet", tmp_path / "m.json",
+                       max_sentences=4, shard_size=4, progress=False)
+    assert m["kept"] == 2 and m["dropped"]["control_character"] == 2
+    assert m["kept"] + m["dropped_total"] == m["lines_read"] == 4
+    assert pl.read_parquet(tmp_path / "s.parquet")["text"].to_list() == ["Good line.", "A evil line."]
+    rej = pl.read_parquet(tmp_path / "r.parquet")
+    assert rej["id"].to_list() == [1, 2] and set(rej["reason"]) == {"control_character"}
+
+
+def test_a_plan_of_more_shards_than_the_workflow_names_is_refused_at_once(tmp_path, capsys):
+    from hardneg.cli import main
+
+    with pytest.raises(ConfigError) as err:
+        load_config([ROOT / "config.yaml"], {"corpus": {"max_sentences": 10_000_000, "shard_size": 100}})
+    assert ("corpus.max_sentences=10000000 / corpus.shard_size=100 plan 100,000 shards, more than "
+            "the 1,000 the workflow names") in str(err.value)
+    assert "raise corpus.shard_size to at least 10,000" in str(err.value)
+    load_config([ROOT / "config.yaml"], {"corpus": {"max_sentences": 1000, "shard_size": 1}})  # fits
+    src = tmp_path / "c.txt"
+    src.write_text("One sentence.\n")
+    assert main(["prepare-corpus", str(src), str(tmp_path / "out"), "--max-sentences", "100000",
+                 "--shard-size", "1"]) == 2
+    assert "--max-sentences=100000 / --shard-size=1 plan 100,000 shards" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

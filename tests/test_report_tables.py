@@ -197,3 +197,13 @@ def test_mean_std_text_two_decimals_and_dash_for_one_seed():
     assert collect.mean_std_text(-3.0, 1.0, 2) == "-3.00 ± 1.00"
     assert collect.mean_std_text(80.6, None, 1) == "80.60 ± —"
     assert collect.mean_std_text(80.6, 0.0, 1) == "80.60 ± —"  # one seed: undefined, not 0
+
+
+def test_report_cells_show_control_and_bidi_characters():
+    from hardneg.report.render import table_html
+
+    frame = pl.DataFrame({"text\u202e": ["NUL\x00 and <b>\u202eevil\u202c\u200b</b>", "plain"]})
+    out = table_html(frame, "c", "t")
+    assert "NUL\\u0000 and &lt;b&gt;\\u202Eevil\\u202C\\u200B&lt;/b&gt;" in out
+    assert "text\\u202E</th>" in out and "<td class=\"l\">plain</td>" in out
+    assert not re.search("[\x00\u202e\u202c\u200b]", out)

@@ -1,4 +1,5 @@
-"""The tiny experiment end to end, once locally (module fixture), then:
+"""The tiny experiment end to end, once locally (the session's ``tiny_local`` fixture, shared with
+the identity and cache tests and bounded by its own limit), then:
 - `snakemake --report` renders in headless Chromium with the STS table and the plots visible;
 - the same workflow through `--profile profiles/slurm` on a real one-node Slurm cluster
   (tools/slurm/start.sh) gives byte-identical Parquet/JSON outputs; daemons always stopped;
@@ -17,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tinyrun import BIN, REPO, SNAKEMAKE, TINY, output_digests, run
+from tinyrun import BIN, REPO, SNAKEMAKE, TINY, TINY_RUN_LIMIT_S, output_digests, run
 
 from hardneg.cluster.workdir import link_workflow
 
@@ -65,6 +66,9 @@ def _inject(html: str, script: str, out: Path) -> Path:
     return out
 
 
+# Idle: `snakemake --report` and seven headless Chromium pages, about a minute on 2 idle cores
+# (not timed alone); the tiny run it reads is the fixture's, not charged here.
+@pytest.mark.timeout(600, func_only=True)
 def test_report_renders_tables_and_plots_in_chromium(tiny_local, tmp_path):
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian chromium is needed (tools/install.sh installs it)")
@@ -172,7 +176,11 @@ def slurm_test_args(workdir: Path, env: dict, mem_mb: int = 800, runtime: int = 
             "cpus_per_task=1", "--set-resources", *sets]
 
 
+# Idle: one Slurm run of every rule with 3 of the 11 training methods, less than the local tiny
+# run (~6.5 min, tinyrun.TINY_RUN_LIMIT_S), plus a dry run and one refused submission; the local
+# run it compares with is the fixture's, not charged here.
 @pytest.mark.slurm
+@pytest.mark.timeout(TINY_RUN_LIMIT_S + 600, func_only=True)
 def test_tiny_workflow_on_slurm_equals_local(tiny_local, slurm_cluster, tmp_path):
     remote = link_workflow(REPO, tmp_path / "main")
     # Unscaled, the paper-scale requests do not fit this 2-CPU node: the pre-flight check says so.
@@ -182,7 +190,7 @@ def test_tiny_workflow_on_slurm_equals_local(tiny_local, slurm_cluster, tmp_path
     assert re.search(r"rule \w+: cpus_per_task=\d+ but partition 'debug' offers at most 2", check.stdout)
 
     proc = run([SNAKEMAKE, *TINY_SLURM, "--profile", "profiles/slurm", *slurm_test_args(remote, slurm_cluster)],
-               remote, slurm_cluster, limit=1800)
+               remote, slurm_cluster, limit=TINY_RUN_LIMIT_S)
     log = proc.stdout + proc.stderr
     submitted = set(re.findall(r"rule_(\w+)/", log))
     assert "has been submitted with SLURM jobid" in log and "train" in submitted, log[-3000:]

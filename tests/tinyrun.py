@@ -14,6 +14,11 @@ BIN = Path(sys.executable).parent  # the environment's console scripts (snakemak
 SNAKEMAKE = str(BIN / "snakemake")
 TINY = ["--configfile", "config.yaml", "experiments/tiny.yaml"]
 
+# One tiny experiment run (`snakemake --cores 2`): about 6.5 min on 2 idle cores (half of the
+# identity comparison's 13 min, which is two such runs; README). Each run is bounded on its own,
+# at more than 4x that, so that a busy machine slows it without failing it.
+TINY_RUN_LIMIT_S = 1800
+
 _TIMING = re.compile(r"(seconds|_s|per_s|time|elapsed)$")
 
 

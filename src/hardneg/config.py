@@ -146,9 +146,27 @@ def _value_errors(node: Any, path: str = "") -> list[str]:
     return out
 
 
+# Shard names have three digits (shard-000 ... shard-999, the workflow's ``shard`` wildcard);
+# a dry run plans ~5 jobs per shard (about 20 CPU-s for 1,000 shards on a busy 2-core machine).
+MAX_SHARDS = 1000
+
+
+def shard_plan_error(max_sentences: int, shard_size: int, where: str = "corpus.") -> str | None:
+    """Why ``max_sentences`` / ``shard_size`` plan too many shards, or None."""
+    n = -(-max_sentences // shard_size)
+    if n <= MAX_SHARDS:
+        return None
+    return (f"{where}max_sentences={max_sentences} / {where}shard_size={shard_size} plan {n:,} "
+            f"shards, more than the {MAX_SHARDS:,} the workflow names (shard-000 ... shard-999): "
+            f"raise {where}shard_size to at least {-(-max_sentences // MAX_SHARDS):,}")
+
+
 def _cross_field_errors(config: dict) -> list[str]:
     """Rules between settings that the stages would otherwise enforce only when their job runs."""
     out: list[str] = []
+    corpus = config.get("corpus") or {}
+    if err := shard_plan_error(corpus.get("max_sentences", 1), corpus.get("shard_size", 1)):
+        out.append(f"'corpus': {err}")  # before Snakemake builds a DAG of every shard's jobs
     lex = config.get("lexicon") or {}
     if lex.get("mode") == "file" and not lex.get("file"):
         out.append("'lexicon.file': lexicon.mode 'file' needs lexicon.file "

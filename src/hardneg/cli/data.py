@@ -4,11 +4,37 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 from pathlib import Path
 
-from hardneg.config import schema_default
+from hardneg.config import schema_default, shard_plan_error
 
 DEFAULT_BASE = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/"
+
+
+def _sha256(value: str) -> str:
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a SHA-256 digest (64 hex digits)")
+    return value.lower()
+
+
+def _bounded(kind: type, minimum: float, strict: bool = False):
+    """An argparse type: ``kind`` (int/float) at least ``minimum`` (above it if ``strict``),
+    the bound the config schema sets for the same ``data`` setting."""
+
+    def parse(value: str):
+        try:
+            number = kind(value)
+        except ValueError:
+            noun = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{value!r} is not {noun}") from None
+        if math.isnan(number) or (number <= minimum if strict else number < minimum):
+            raise argparse.ArgumentTypeError(
+                f"{value} must be {'>' if strict else '>='} {minimum}")
+        return number
+
+    return parse
 
 
 def _download(args: argparse.Namespace) -> int:
@@ -35,6 +61,9 @@ def _prepare(args: argparse.Namespace) -> int:
     for name in ("max_sentences", "shard_size"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if err := shard_plan_error(args.max_sentences, args.shard_size, where="--"):
+        raise ValueError(err.replace("--max_sentences", "--max-sentences").replace(
+            "--shard_size", "--shard-size"))
     n = n_shards(args.max_sentences, args.shard_size)
     shards = [out / f"shard-{i:03d}.parquet" for i in range(n)]
     manifest = run_prepare_corpus(
@@ -60,12 +89,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="destination path (default: ./FILENAME)")
     p.add_argument("--base-url", default=DEFAULT_BASE, help="upstream base URL (default: %(default)s)")
     p.add_argument("--mirror", help="http(s)/file:// base URL or folder replacing the upstream host")
-    p.add_argument("--sha256", help="expected checksum (verified)")
-    p.add_argument("--retries", type=int, default=schema_default("data.retries"),
+    p.add_argument("--sha256", type=_sha256, help="expected checksum, 64 hex digits (verified)")
+    p.add_argument("--retries", type=_bounded(int, 0), default=schema_default("data.retries"),
                    help="data.retries (default: %(default)s)")
-    p.add_argument("--backoff-s", type=float, default=schema_default("data.backoff_s"),
+    p.add_argument("--backoff-s", type=_bounded(float, 0), default=schema_default("data.backoff_s"),
                    help="data.backoff_s: first wait between tries, doubled each time (default: %(default)s)")
-    p.add_argument("--timeout-s", type=float, default=schema_default("data.timeout_s"),
+    p.add_argument("--timeout-s", type=_bounded(float, 0, strict=True), default=schema_default("data.timeout_s"),
                    help="data.timeout_s: per request (default: %(default)s)")
     p.set_defaults(func=_download)
 

@@ -69,6 +69,10 @@ def _extract(archive: Path, tmp: Path) -> None:
 def extract_senteval(archive: str | Path, out_dir: str | Path) -> Path:
     """Extract ``archive`` to ``out_dir`` (renamed into place only when complete and valid)."""
     archive, out_dir = Path(archive), Path(out_dir)
+    if not archive.is_file():  # not "corrupt": say what is wrong, before a temp folder exists
+        what = "is a folder, not a tar archive" if archive.is_dir() else "does not exist"
+        raise FileNotFoundError(f"SentEval archive {archive} {what} (data.senteval_file; "
+                                "`hardneg download senteval.tar` fetches it)")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:

@@ -7,6 +7,7 @@ shard size or de-duplication setting, and every later shard joins back to its so
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,19 +21,34 @@ from hardneg.shards.io import write_json_atomic, write_shard
 
 log = logging.getLogger(__name__)
 
-REASONS = ("invalid_utf8", "empty", "too_short", "duplicate")
+REASONS = ("invalid_utf8", "control_character", "empty", "too_short", "duplicate")
 
 
-# Invisible characters that str.split() does not treat as space: BOM / zero-width no-break
-# space, zero-width space, word joiner. BERT's tokenizer drops them too (category Cf), so a line
+# Invisible format characters that str.split() does not treat as space, removed (not spaced):
+# BOM / zero-width no-break space, zero-width space, word joiner, and the bidirectional marks,
+# embeddings, overrides and isolates (Unicode UAX #9), which reorder how a line is shown
+# ("Trojan Source", CVE-2021-42574). BERT's tokenizer drops them too (category Cf), so a line
 # made only of them is empty, and a sentence with them must match its clean duplicate.
-_INVISIBLE = str.maketrans({"\ufeff": " ", "\u200b": " ", "\u2060": " "})
+_INVISIBLE = dict.fromkeys(
+    map(ord, "\ufeff\u200b\u2060\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e"
+             "\u2066\u2067\u2068\u2069"),
+    None,
+)
 
 
 def normalise(line: str) -> str:
-    """Collapse every run of Unicode whitespace (tabs, NBSP, CR) and of invisible characters
-    (BOM, zero-width space, word joiner) to one space; strip ends."""
+    """Remove invisible format characters (BOM, zero-width space, word joiner, bidi controls),
+    then collapse every run of Unicode whitespace (tabs, NBSP, CR) to one space; strip ends."""
     return " ".join(line.translate(_INVISIBLE).split())
+
+
+def control_character(text: str) -> str | None:
+    """The first control character (Unicode Cc: NUL, ESC, DEL, C1) that is not whitespace, as
+    ``U+XXXX``, or None: such a line is binary or terminal debris, not a sentence."""
+    for ch in text:
+        if unicodedata.category(ch) == "Cc" and not ch.isspace():
+            return f"U+{ord(ch):04X}"
+    return None
 
 
 def n_shards(max_sentences: int, shard_size: int) -> int:
@@ -86,6 +102,10 @@ def prepare_corpus(
             except UnicodeDecodeError as exc:
                 rejects.append((line_no, "invalid_utf8", raw.decode("utf-8", "replace"), None))
                 log.warning("%s:%d: not UTF-8 (%s); dropped", source, line_no + 1, exc.reason)
+                continue
+            if (ctl := control_character(text)) is not None:
+                rejects.append((line_no, "control_character", text, None))
+                log.warning("%s:%d: control character %s; dropped", source, line_no + 1, ctl)
                 continue
             text = normalise(text)
             if not text:

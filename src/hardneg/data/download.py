@@ -12,6 +12,8 @@ URL actually used and the checksum, so every number downstream traces back to ex
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import http.client
 import json
@@ -21,6 +23,7 @@ import re
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -63,10 +66,54 @@ class _Restart(Exception):
     """The partial file cannot be continued; it was discarded and the next request starts over."""
 
 
+class _Unverifiable(ValueError):
+    """The transfer's completeness cannot be checked; retrying would not change that."""
+
+
 class _ChecksumMismatch(ValueError):
     def __init__(self, message: str, resumed: bool) -> None:
         super().__init__(message)
         self.resumed = resumed
+
+
+@contextlib.contextmanager
+def _dest_lock(dest: Path) -> Iterator[bool]:
+    """Hold ``<dest>.lock`` (fcntl.flock, released by the kernel if the holder dies) so that two
+    downloads into one destination never write one ``.part`` together; yield whether ``dest``
+    was written by another download while this one waited. The holder removes the lock file
+    before releasing it, so a waiter that wakes on a removed file locks the new one instead."""
+    before = _identity(dest)
+    path = dest.with_name(dest.name + ".lock")
+    waited = False
+    while True:
+        lock = open(path, "a")  # noqa: SIM115 (held across the yield)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("%s: another download into it is running; waiting for it", dest)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            waited = True
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(lock.fileno()).st_ino:
+            break
+        lock.close()  # locked a file its holder had removed: lock the current one
+    try:
+        after = _identity(dest)
+        yield waited and after is not None and after != before
+    finally:
+        path.unlink(missing_ok=True)
+        lock.close()  # closing releases the lock
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _sidecar(part: Path) -> Path:
@@ -124,7 +171,47 @@ def _fetch_file(source: str, part: Path, progress: bool) -> tuple[hashlib._Hash,
     return h, bool(have)
 
 
-def _fetch_http(source: str, part: Path, timeout_s: float, progress: bool) -> tuple[hashlib._Hash, bool]:
+def _validator(meta: dict) -> str | None:
+    """The strong ETag, else Last-Modified, the server gave with the partial file's first bytes."""
+    etag = meta.get("etag") or ""
+    return etag if etag and not etag.startswith("W/") else meta.get("last_modified")
+
+
+def _request(source: str, have: int = 0, validator: str | None = None) -> urllib.request.Request:
+    request = urllib.request.Request(source, headers={"User-Agent": "hardneg"})
+    if have:
+        request.add_header("Range", f"bytes={have}-")
+        if validator:  # a changed file is then sent whole (200), not appended (RFC 9110 §13.1.5)
+            request.add_header("If-Range", validator)
+    return request
+
+
+def _confirm_length(source: str, part: Path, meta: dict, timeout_s: float) -> int | None:
+    """The complete length of a body the server sent without ``Content-Length`` (ended by closing
+    the connection, RFC 9112 §6.3: a cut connection looks the same). Asked with a Range request
+    from our last byte: 416 ``bytes */N`` or 206 ``S-E/N`` tell N, a 200 its Content-Length;
+    None when the server tells none of these."""
+    have = part.stat().st_size
+    try:
+        resp = urllib.request.urlopen(_request(source, have, _validator(meta)), timeout=timeout_s)
+    except urllib.error.HTTPError as exc:
+        _, total = _content_range(exc.headers.get("Content-Range"))
+        exc.close()
+        if exc.code == 416 and total is not None:
+            return total
+        raise
+    with resp:
+        status = getattr(resp, "status", 200)
+        if status == 206:
+            _, total = _content_range(resp.headers.get("Content-Range"))
+        else:
+            length = resp.headers.get("Content-Length")
+            total = int(length) if length is not None else None
+    return total
+
+
+def _fetch_http(source: str, part: Path, timeout_s: float, progress: bool,
+                checksum_known: bool = False) -> tuple[hashlib._Hash, bool]:
     have = part.stat().st_size if part.exists() else 0
     meta = _load_sidecar(part) if have else None
     if have and (meta is None or meta.get("source") != source or meta.get("total") is None
@@ -133,13 +220,15 @@ def _fetch_http(source: str, part: Path, timeout_s: float, progress: bool) -> tu
         log.warning("%s: no matching sidecar (source, size, validator); starting over", part)
         _discard(part)
         have, meta = 0, None
-    request = urllib.request.Request(source, headers={"User-Agent": "hardneg"})
-    if have:
-        request.add_header("Range", f"bytes={have}-")
-        etag = meta.get("etag") or ""
-        validator = etag if etag and not etag.startswith("W/") else meta.get("last_modified")
-        if validator:  # a changed file is then sent whole (200), not appended (RFC 9110 §13.1.5)
-            request.add_header("If-Range", validator)
+    if have and not _validator(meta) and not checksum_known:
+        # Without ETag / Last-Modified, a file changed upstream to one of the same size would be
+        # spliced onto our bytes; only an expected sha256 (checked at the end) proves identity.
+        log.warning("%s: the server gave no validator (ETag, Last-Modified) and no sha256 is "
+                    "expected, so the %d bytes of %s cannot be proved the same file; starting over",
+                    part, have, source)
+        _discard(part)
+        have, meta = 0, None
+    request = _request(source, have, _validator(meta) if have else None)
     try:
         resp = urllib.request.urlopen(request, timeout=timeout_s)
     except urllib.error.HTTPError as exc:
@@ -169,10 +258,25 @@ def _fetch_http(source: str, part: Path, timeout_s: float, progress: bool) -> tu
             meta = {"source": source, "total": total, "etag": resp.headers.get("ETag"),
                     "last_modified": resp.headers.get("Last-Modified")}
             write_json_atomic(meta, _sidecar(part))
+        # A chunked body cut short raises http.client.IncompleteRead here (a retry).
         h = _copy(resp.read, part, have, total, Path(urlsplit(source).path).name, progress)
-    if total is not None and part.stat().st_size != total:
+        chunked = resp.headers.get("Transfer-Encoding", "").lower().endswith("chunked")
+    if total is None and not chunked:
+        total = _confirm_length(source, part, meta, timeout_s)
+        if total is None and not checksum_known:
+            size = part.stat().st_size
+            _discard(part)
+            raise _Unverifiable(
+                f"the server sent {size} bytes without Content-Length and tells no length on a "
+                "Range request: a cut connection cannot be told from the end of the file; give "
+                "the file's sha256 (data.sha256 / --sha256) to accept it"
+            )
+        if total is not None:
+            write_json_atomic(dict(meta, total=total), _sidecar(part))  # the next try resumes
+    got = part.stat().st_size
+    if total is not None and got != total:
         raise ConnectionError(
-            f"truncated transfer: got {part.stat().st_size} of {total} bytes (will resume)"
+            f"truncated transfer: got {got} of {total} bytes (will resume)"
         )
     return h, bool(have)
 
@@ -193,6 +297,21 @@ def download(
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     source = resolve_url(url, mirror)
+    with _dest_lock(dest) as finished_meanwhile:
+        if finished_meanwhile:
+            got = _sha256_of(dest).hexdigest()
+            if not sha256 or got == sha256.lower():
+                log.warning("%s: finished by another download while this one waited; reusing it",
+                            dest)
+                return _record(url, source, dest, got, sha256, manifest)
+        return _download_locked(url, source, dest, sha256=sha256, retries=retries,
+                                backoff_s=backoff_s, timeout_s=timeout_s, progress=progress,
+                                manifest=manifest)
+
+
+def _download_locked(url: str, source: str, dest: Path, *, sha256: str | None, retries: int,
+                     backoff_s: float, timeout_s: float, progress: bool,
+                     manifest: str | Path | None) -> dict:
     part = dest.with_name(dest.name + ".part")
     digest: str | None = None
     last_error: Exception | None = None
@@ -203,7 +322,7 @@ def download(
             if source.startswith("file://"):
                 h, resumed = _fetch_file(source, part, progress)
             else:
-                h, resumed = _fetch_http(source, part, timeout_s, progress)
+                h, resumed = _fetch_http(source, part, timeout_s, progress, bool(sha256))
             got = h.hexdigest()
             if sha256 and got != sha256.lower():
                 _discard(part)  # corrupt: never resume from these bytes
@@ -231,7 +350,7 @@ def download(
             last_error = exc
             if 400 <= exc.code < 500 and exc.code not in (408, 429):
                 break  # a missing file will not appear by retrying
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, _Unverifiable) as exc:
             last_error = exc
             break
         except (OSError, ValueError, http.client.HTTPException) as exc:  # URLError, timeouts,
@@ -247,6 +366,11 @@ def download(
     if digest is None:
         via = f" via {source}" if source != url else ""
         raise DownloadError(f"could not download {url}{via}: {last_error}")
+    return _record(url, source, dest, digest, sha256, manifest)
+
+
+def _record(url: str, source: str, dest: Path, digest: str, sha256: str | None,
+            manifest: str | Path | None) -> dict:
     record = {
         "url": url,
         "source": source,

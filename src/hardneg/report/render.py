@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,6 +26,18 @@ _CSS = (
 )
 
 
+# Characters a cell shows as ``\uXXXX`` text: controls (Cc, but tab and newline) and the format
+# characters that reorder or hide text (bidi controls, UAX #9; zero-width characters): corpus and
+# augmentation text reaches the report, and U+202E would make a cell read backwards.
+_SHOWN_ESCAPED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e"
+                            "\u2060-\u2069\ufeff]")
+
+
+def cell_text(text: str) -> str:
+    """``text`` HTML-escaped, with control and bidi characters written out as ``\\uXXXX``."""
+    return html.escape(_SHOWN_ESCAPED.sub(lambda m: f"\\u{ord(m[0]):04X}", text))
+
+
 def _is_number_text(text: str) -> bool:
     # "61.00 ± 1.41", "50.00 ± —", "-3.2": numbers, right-aligned like the float cells.
     return text[:1].isdigit() or text[:1] == "-" and text[1:2].isdigit()
@@ -43,7 +56,7 @@ def table_html(frame: pl.DataFrame, caption: str, table_id: str,
         return bool(vals) and all(_is_number_text(v) for v in vals)
 
     head = "".join(
-        f'<th class="{"l" if i == 0 or not numeric(c) else ""}">{html.escape(c)}</th>'
+        f'<th class="{"l" if i == 0 or not numeric(c) else ""}">{cell_text(c)}</th>'
         for i, c in enumerate(frame.columns)
     )
     body = []
@@ -52,7 +65,7 @@ def table_html(frame: pl.DataFrame, caption: str, table_id: str,
         for i, v in enumerate(row):
             text = "" if v is None else (f"{v:.2f}" if isinstance(v, float) else str(v))
             cls = "l" if i == 0 or isinstance(v, str) and not _is_number_text(text) else ""
-            inner = html.escape(text)
+            inner = cell_text(text)
             if i == 0 and text in links:
                 inner = (f'<a href="{html.escape(links[text], quote=True)}" target="_blank" '
                          f'rel="noopener" title="paper">{inner}</a>')

