@@ -416,11 +416,7 @@ def train(
         export_sentence_transformers(
             encoder.backbone, encoder.tokenizer, out_dir / "model", pooler=s.export_pooler,
             max_length=eval_len, template=s.templates[0] if s.templates else None,
-            card={"title": f"hardneg {s.method} (seed {s.seed})",
-                  "scores": {"STS-B dev Spearman x100 (selected checkpoint)":
-                             None if final_dev is None else round(final_dev, 2),
-                             "selected step": summary["best_step"]},
-                  "settings": s.to_dict(), "data": data.counts},
+            card=summary,
         )
         (out_dir / "metrics.jsonl").write_bytes(metrics_path.read_bytes())
         _plot_curve(metrics_path, out_dir / "curve.png")
