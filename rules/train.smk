@@ -21,6 +21,7 @@ rule train:
         nproc_per_node=_TRAIN_CFG["nproc_per_node"],
         # derived (a function of output): changing it re-runs nothing, as it changes no output
         keep_checkpoints=train_keep_checkpoints,
+        report_to=train_report_to,
         code=code_version("hardneg.train", "hardneg.encoders", "hardneg.models", "hardneg.plotting", "hardneg.evaluate.sts"),
     threads: _TRAIN_CFG["threads"]
     resources:

@@ -56,3 +56,8 @@ def _train_targets():
 def train_keep_checkpoints(wildcards, output):
     """train.keep_checkpoints (never a re-run trigger: it changes no output)."""
     return _TRAIN_CFG["keep_checkpoints"]
+
+
+def train_report_to(wildcards, output):
+    """train.report_to (never a re-run trigger: tracking changes no output)."""
+    return _TRAIN_CFG["report_to"]

@@ -240,8 +240,8 @@ def load_encoder(
         pooler = spec.pooler or "avg"
         template = spec.template
         if spec.max_seq_length and spec.max_seq_length != max_length:
-            log.info("%s is a sentence-transformers folder: using its max_seq_length %s, not max_length=%s",
-                     model, spec.max_seq_length, max_length)
+            log.warning("%s is a sentence-transformers folder: using its max_seq_length %s, not max_length=%s",
+                        model, spec.max_seq_length, max_length)
             max_length = spec.max_seq_length
         path = str(spec.transformer)
     if pooler not in POOLERS:
