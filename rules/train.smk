@@ -36,3 +36,24 @@ rule train:
         f"{BENCH}/train/{{experiment}}/{{method}}/seed{{seed}}.tsv"
     script:
         "../workflow/scripts/train.py"
+
+
+rule model_card:
+    """The hub model card of one trained model with its STS test figures (`hardneg push --card`)."""
+    input:
+        model=f"{TRAIN_DIR}/model",
+        summary=f"{TRAIN_DIR}/summary.json",
+        sts=f"{EVAL_DIR}/sts.json",
+    output:
+        card=f"{EVAL_DIR}/model_card.md",
+    wildcard_constraints:
+        method="|".join(TRAIN_METHODS),
+    params:
+        datasets=lambda wc: hub_datasets(config["data"]["base_url"]),
+        code=code_version("hardneg.train.model_card", "hardneg.encoders.st_folder"),
+    conda:
+        CONDA_ENV
+    log:
+        f"{LOGS}/model_card/{{experiment}}/{{method}}/seed{{seed}}.log",
+    script:
+        "../workflow/scripts/model_card.py"

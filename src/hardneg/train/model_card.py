@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -217,3 +218,30 @@ def _scores(summary: Mapping[str, Any], sts: Mapping[str, Any] | None) -> list[s
     if not rows:
         return []
     return ["", "## Scores (Spearman x100, cosine; SentEval 'all' setting)", "", "| set | value |", "|---|---|", *rows]
+
+
+def hub_datasets(base_url: str) -> list[str]:
+    """The hub dataset a corpus URL (or its mirror's path) names: ``.../datasets/<owner>/<name>/resolve/...``."""
+    import re
+
+    m = re.search(r"datasets/([^/]+/[^/]+)/resolve/", base_url or "")
+    return [m.group(1)] if m else []
+
+
+def write_card(model_dir: str | Path, summary_path: str | Path, out: str | Path,
+               sts_path: str | Path | None = None, datasets: list[str] | None = None) -> Path:
+    """Write the card of an exported folder with its run's summary.json and evaluate's sts.json
+    (the workflow's ``model_card`` rule; ``hardneg push --card`` uploads it as README.md)."""
+    from hardneg.encoders.st_folder import folder_pooler, read_folder
+    from hardneg.shards.io import atomic_path
+
+    spec = read_folder(model_dir)
+    pooler = folder_pooler(spec) or "avg"
+    modules = json.loads((Path(model_dir) / "modules.json").read_text(encoding="utf-8"))
+    native = all(str(m.get("type", "")).startswith("sentence_transformers.") for m in modules)
+    summary = json.loads(Path(summary_path).read_text(encoding="utf-8"))
+    sts = json.loads(Path(sts_path).read_text(encoding="utf-8")) if sts_path else None
+    text = model_card(pooler, spec.template, int(spec.max_seq_length or 0), native, summary, sts, datasets)
+    with atomic_path(out) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(out)
