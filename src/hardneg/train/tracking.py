@@ -187,7 +187,12 @@ class Trackers:
                 made.append(WandbTracker(name, Path(out_dir)))
             else:
                 made.append(MlflowTracker(name))
-        return cls(made)
+        trackers = cls(made)
+        if made:  # a run that stops with an error still flushes what it logged
+            import atexit
+
+            atexit.register(trackers.close)
+        return trackers
 
     def log_settings(self, settings: Mapping[str, Any]) -> None:
         for t in self.trackers:
@@ -203,5 +208,7 @@ class Trackers:
             t.log_final(numeric)
 
     def close(self) -> None:
-        for t in self.trackers:
+        """Flush and close every tracker (once; later calls do nothing)."""
+        trackers, self.trackers = self.trackers, []
+        for t in trackers:
             t.close()
