@@ -4,7 +4,7 @@ A teacher is a configured model (the SAN paper: DiffCSE-base and SimCSE-large, w
 or the exported model of another method trained in the same workflow (``{method: simcse}``; the
 workflow resolves it to ``results/train/<experiment>/<method>/seed<seed>/model`` and adds it as an
 input of the student's train job). Each teacher encodes with its own pooler and template (the
-export's ``hardneg_pooling.json`` / ``1_Pooling``, else ``cls_before_pooler`` as RankCSE's code
+folder's sentence-transformers modules (hardneg.encoders.st_folder, any format), else ``cls_before_pooler`` as RankCSE's code
 picks for SimCSE/DiffCSE teachers); similarities are computed under no_grad and summed with the
 teachers' weights. Teachers must share the student's vocabulary: the reference feeds the
 student's token ids to the teachers (docs/deviations.md).
