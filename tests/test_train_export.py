@@ -48,6 +48,8 @@ def test_export_matches_training_representation(tmp_path, tiny_mlm_dir, pooler, 
         assert [m["type"] for m in modules] == ["hardneg.encoders.st_modules.PromptTransformer",
                                                 "hardneg.encoders.st_modules.HardnegPooling"]
         assert "trust_remote_code=True" in card
+        with pytest.raises(ValueError, match="trust_remote_code"):  # refused, never a silent mean pooling
+            SentenceTransformer(str(folder), device="cpu")
         st = SentenceTransformer(str(folder), device="cpu", trust_remote_code=True)
     assert not (folder / "hardneg_pooling.json").exists()
     np.testing.assert_allclose(st.encode(SENTS), ours, atol=ATOL)
