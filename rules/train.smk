@@ -21,6 +21,7 @@ rule train:
         nproc_per_node=_TRAIN_CFG["nproc_per_node"],
         # derived (a function of output): changing it re-runs nothing, as it changes no output
         keep_checkpoints=train_keep_checkpoints,
+        report_to=train_report_to,
         code=code_version("hardneg.train", "hardneg.encoders", "hardneg.models", "hardneg.plotting", "hardneg.evaluate.sts"),
     threads: _TRAIN_CFG["threads"]
     resources:
@@ -35,3 +36,24 @@ rule train:
         f"{BENCH}/train/{{experiment}}/{{method}}/seed{{seed}}.tsv"
     script:
         "../workflow/scripts/train.py"
+
+
+rule model_card:
+    """The hub model card of one trained model with its STS test figures (`hardneg push --card`)."""
+    input:
+        model=f"{TRAIN_DIR}/model",
+        summary=f"{TRAIN_DIR}/summary.json",
+        sts=f"{EVAL_DIR}/sts.json",
+    output:
+        card=f"{EVAL_DIR}/model_card.md",
+    wildcard_constraints:
+        method="|".join(TRAIN_METHODS),
+    params:
+        datasets=lambda wc: hub_datasets(config["data"]["base_url"]),
+        code=code_version("hardneg.train.model_card", "hardneg.encoders.st_folder"),
+    conda:
+        CONDA_ENV
+    log:
+        f"{LOGS}/model_card/{{experiment}}/{{method}}/seed{{seed}}.log",
+    script:
+        "../workflow/scripts/model_card.py"

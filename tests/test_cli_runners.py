@@ -43,6 +43,7 @@ RUNNERS = {
                  ["train", "--method", "simcse", "--init-model", "m", "--corpus", "{tmp}/s.parquet",
                   "--out", "{tmp}/run"]),
     "report_tables.py": ("hardneg.report.build", "build_report", None),
+    "model_card.py": ("hardneg.train.model_card", "write_card", None),
 }
 
 
@@ -114,7 +115,8 @@ def test_script_and_cli_call_the_same_runner(script, tmp_path, monkeypatch, caps
         from hardneg.train.presets import settings_from_config
 
         s = settings_from_config({"init_model": "m"}, "simcse", 42).to_dict()
-        fixed["params"] = argparse.Namespace(settings=s, nproc_per_node=1, keep_checkpoints=False)
+        fixed["params"] = argparse.Namespace(settings=s, nproc_per_node=1, keep_checkpoints=False,
+                                             report_to="none")
     fake = _Snakemake(tmp_path, **fixed)
     monkeypatch.chdir(tmp_path)
     with pytest.raises((_Called, SystemExit)):
@@ -134,6 +136,7 @@ def test_script_and_cli_call_the_same_runner(script, tmp_path, monkeypatch, caps
 MAPPED = {
     ("download", "retries"): "data.retries",
     ("train", "keep_checkpoints"): "train.keep_checkpoints",
+    ("train", "report_to"): "train.report_to",
     ("download", "backoff_s"): "data.backoff_s",
     ("download", "timeout_s"): "data.timeout_s",
     ("prepare-corpus", "min_chars"): "corpus.min_chars",
@@ -196,6 +199,7 @@ UNMAPPED = {
     "slurm-check": "Slurm helper options (no config key)",
     "slurm-diagnose": "Slurm helper options (no config key)",
     "inspect": "display options (no config key)",
+    "push": "hub upload options (no config key)",
     "mer": "MER of two sentences (paraphrase.lowercase: --case-sensitive inverts it)",
     ("download", "out"): "path", ("download", "base_url"): "data.base_url is required, no schema default",
     ("download", "mirror"): "mirror has no schema default (null)", ("download", "sha256"): "per file",

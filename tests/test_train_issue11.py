@@ -275,6 +275,9 @@ def test_teacher_pooler_comes_from_its_export(tmp_path, tiny_mlm_dir):
     shutil.copytree(tiny_mlm_dir, exp)
     (exp / "1_Pooling").mkdir()
     (exp / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_mean_tokens": True}))
+    (exp / "modules.json").write_text(json.dumps([  # the legacy sentence-transformers layout
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
     s = build_settings("rankcse_san", "bert-base-uncased", 1, overrides={"teachers": [{"model": str(exp)}]})
     assert resolve_specs(s)[0].pooler == "avg"
     (exp / "hardneg_pooling.json").write_text(json.dumps({"pooler": "mask", "template": "sncse1"}))

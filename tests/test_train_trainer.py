@@ -117,7 +117,7 @@ def test_train_export_and_metrics(tmp_path, tiny_mlm_dir, shards, senteval_dir):
     assert (tmp_path / "run" / "curve.png").read_bytes()[:4] == b"\x89PNG"
     # sentence-transformers folder: CLS pooling before the (training-only) MLP, which is absent
     pooling = json.loads((model / "1_Pooling" / "config.json").read_text())
-    assert pooling["pooling_mode_cls_token"] and not pooling["pooling_mode_mean_tokens"]
+    assert pooling["pooling_mode"] == "cls"
     assert not any(k.startswith("mlp") for k in weights(model))
     assert "STS-B dev" in (model / "README.md").read_text()
     # evaluation's loader and sentence-transformers give the same vectors from the folder
@@ -201,8 +201,9 @@ def test_every_hard_negative_method_runs(tmp_path, tiny_mlm_dir, shards, method)
     assert summary["data"]["rows_used"] == (N_ROWS if method != "sncse_san" else N_ROWS - 1)
     model = tmp_path / method / "model"
     if method in ("sncse_san", "osscse"):
-        hn = json.loads((model / "hardneg_pooling.json").read_text())
-        assert hn == {"pooler": "mask", "template": "sncse1", "max_length": 128}
+        hn = json.loads((model / "hardneg_transformer_config.json").read_text())
+        assert hn == {"template": "sncse1", "max_seq_length": 128, "output_hidden_states": False}
+        assert json.loads((model / "1_Pooling" / "config.json").read_text())["pooler"] == "mask"
 
 
 # ----- DDP: 2 CPU processes (gloo) ------------------------------------------------------------

@@ -1,6 +1,7 @@
 # Helpers for rules/train.smk (kept apart: Snakemake's lint wants functions out of files with
 # rules). Paths and settings: rules/functions/paths.smk.
 
+from hardneg.train.model_card import hub_datasets
 from hardneg.train.presets import METHODS as TRAIN_METHODS, settings_from_config
 
 # column a method needs -> the path helper (rules/functions/paths.smk) giving its shard
@@ -49,10 +50,18 @@ def _train_inputs(wc):
 
 @register_targets
 def _train_targets():
-    """The evaluation of every method x seed of train.methods / train.seeds."""
-    return [eval_targets(config["experiment"], method, seed) for method, seed in train_runs()]
+    """The evaluation and model card of every method x seed of train.methods / train.seeds."""
+    exp = config["experiment"]
+    return [t for method, seed in train_runs()
+            for t in (eval_targets(exp, method, seed),
+                      f"{EVAL_DIR}/model_card.md".format(experiment=exp, method=method, seed=seed))]
 
 
 def train_keep_checkpoints(wildcards, output):
     """train.keep_checkpoints (never a re-run trigger: it changes no output)."""
     return _TRAIN_CFG["keep_checkpoints"]
+
+
+def train_report_to(wildcards, output):
+    """train.report_to (never a re-run trigger: tracking changes no output)."""
+    return _TRAIN_CFG["report_to"]

@@ -22,5 +22,5 @@ run_rule(
     run_train, sm.log[0], settings, list(sm.input.corpus), Path(sm.output.model).parent,
     augment={c: list(sm.input[c]) for c in settings.needed_columns()}, senteval_dir=sm.input.senteval,
     nproc_per_node=int(sm.params.nproc_per_node), threads=sm.threads,
-    keep_checkpoints=bool(sm.params.keep_checkpoints), log_path=sm.log[0],
+    keep_checkpoints=bool(sm.params.keep_checkpoints), report_to=sm.params.report_to, log_path=sm.log[0],
 )  # fmt: skip

@@ -76,7 +76,7 @@ def _train(args: argparse.Namespace) -> int:
     # the workflow's way to start torchrun)
     summary = run_train(settings, args.corpus, args.out, augment=aug, senteval_dir=args.senteval_dir,
                         threads=args.threads, resume=not args.no_resume,
-                        keep_checkpoints=args.keep_checkpoints)
+                        keep_checkpoints=args.keep_checkpoints, report_to=args.report_to)
     if summary:
         print(f"{settings.method} seed {settings.seed}: STS-B dev {summary['stsb_dev']} "
               f"(step {summary['best_step']} of {summary['steps']}); model in {Path(args.out) / 'model'}")
@@ -107,6 +107,9 @@ def register(subparsers) -> None:
     p.add_argument("--keep-checkpoints", action="store_true", default=schema_default("train.keep_checkpoints"),
                    help="keep the resume state (OUT/work-*/: last.pt, best.pt) after the model is exported "
                         "(default: %(default)s, train.keep_checkpoints)")
+    p.add_argument("--report-to", nargs="+", default=schema_default("train.report_to"), metavar="TRACKER",
+                   help="experiment tracking: none, tensorboard (OUT/tensorboard/), wandb, mlflow, all "
+                        "(default: %(default)s, train.report_to)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's own; under torchrun: OMP_NUM_THREADS)")
     p.add_argument("--list-presets", action="store_true", help="print the method presets and exit")

@@ -7,7 +7,6 @@ waste is small; results come back in input order as float32.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,14 @@ import torch
 from tqdm.auto import tqdm
 
 from hardneg.encoders.pooling import NEEDS_HIDDEN_STATES, POOLERS, masked_mean, pool
+from hardneg.encoders.st_folder import (
+    DenseSpec,
+    FolderSpec,
+    UnsupportedFolder,
+    folder_pooler,
+    is_st_folder,
+    read_folder,
+)
 from hardneg.encoders.templates import get_template
 from hardneg.encoders.tokenize import PromptTokenizer
 from hardneg.models.device import pick_device
@@ -26,17 +33,6 @@ from hardneg.models.precision import autocast_dtype, resolve_precision
 from hardneg.models.resolve import resolve_model
 
 log = logging.getLogger(__name__)
-
-# A hardneg-exported sentence-transformers folder may carry this file to name a pooler that the
-# sentence-transformers Pooling module cannot express (the [MASK]-prompt representation).
-HARDNEG_POOLING_FILE = "hardneg_pooling.json"
-# sentence-transformers Pooling modes -> how we compute them (cls_token is the raw [CLS] state).
-_ST_MODES = {
-    "pooling_mode_cls_token": "cls_before_pooler",
-    "pooling_mode_mean_tokens": "avg",
-    "pooling_mode_max_tokens": "max",
-    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len",
-}
 
 
 @dataclass
@@ -63,6 +59,7 @@ class Encoder:
     name: str = ""
     st_modes: tuple[str, ...] = ()          # sentence-transformers pooling modes (concatenated)
     dense: list[_Dense] = field(default_factory=list)
+    normalize: bool = False  # a Normalize module: unit-length vectors, as sentence-transformers returns
 
     _prompt: PromptTokenizer | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -87,18 +84,22 @@ class Encoder:
         if self.st_modes:
             parts = []
             for mode in self.st_modes:
-                if mode == "max":
+                if mode == "cls":
+                    parts.append(last[:, 0])
+                elif mode == "mean":
+                    parts.append(masked_mean(last, attention))
+                elif mode == "max":
                     masked = last.masked_fill(attention.unsqueeze(-1) == 0, float("-inf"))
                     parts.append(masked.max(1).values)
-                elif mode == "mean_sqrt_len":
+                elif mode == "mean_sqrt_len_tokens":
                     n = attention.sum(1, keepdim=True).to(last.dtype)
                     parts.append(masked_mean(last, attention) * n / n.sqrt())
-                else:
-                    parts.append(pool(mode, last, attention))
+                else:  # read_folder admits no other mode
+                    raise ValueError(f"unsupported sentence-transformers pooling mode {mode!r}")
             vec = torch.cat(parts, dim=-1)
             for layer in self.dense:
                 vec = layer(vec)
-            return vec.float()
+            return self._normalized(vec.float())
         mask_index = None
         if self.pooler == "mask":
             mask_index = input_ids == self.tokenizer.mask_token_id
@@ -108,7 +109,10 @@ class Encoder:
             pooler_output=getattr(out, "pooler_output", None),
             mask_index=mask_index,
         )
-        return vec.float()
+        return self._normalized(vec.float())
+
+    def _normalized(self, vec: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.normalize(vec, p=2, dim=-1) if self.normalize else vec
 
     def encode(self, sentences: list[str], batch_size: int = 128, show_progress: bool = False) -> np.ndarray:
         """Embed ``sentences`` -> float32 [N, dim], in input order (length-sorted batches inside)."""
@@ -148,69 +152,60 @@ class Encoder:
 
 
 # -- loading ------------------------------------------------------------------------------------
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"sentence-transformers folder is missing {path}") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: invalid JSON ({exc})") from exc
-
-
 def _activation(name: str, where: Path) -> torch.nn.Module:
     short = name.rsplit(".", 1)[-1]
     table = {"Tanh": torch.nn.Tanh, "Identity": torch.nn.Identity, "ReLU": torch.nn.ReLU,
              "GELU": torch.nn.GELU, "Sigmoid": torch.nn.Sigmoid}
     if short not in table:
-        raise ValueError(f"{where}: unsupported Dense activation_function {name!r}")
+        raise UnsupportedFolder(f"{where}: Dense activation_function {name!r}")
     return table[short]()
 
 
-def _load_dense(folder: Path) -> _Dense:
-    cfg = _read_json(folder / "config.json")
-    linear = torch.nn.Linear(cfg["in_features"], cfg["out_features"], bias=cfg.get("bias", True))
-    if (folder / "model.safetensors").exists():
+def _load_dense(d: DenseSpec) -> _Dense:
+    linear = torch.nn.Linear(d.in_features, d.out_features, bias=d.bias)
+    if (d.folder / "model.safetensors").exists():
         from safetensors.torch import load_file
 
-        state = load_file(str(folder / "model.safetensors"))
-    elif (folder / "pytorch_model.bin").exists():
-        state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+        state = load_file(str(d.folder / "model.safetensors"))
+    elif (d.folder / "pytorch_model.bin").exists():
+        state = torch.load(d.folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
     else:
-        raise FileNotFoundError(f"{folder}: Dense module has no model.safetensors or pytorch_model.bin")
+        raise FileNotFoundError(f"{d.folder}: Dense module has no model.safetensors or pytorch_model.bin")
     linear.load_state_dict({k.removeprefix("linear."): v for k, v in state.items()})
-    return _Dense(linear, _activation(cfg.get("activation_function", "Identity"), folder / "config.json"))
+    return _Dense(linear, _activation(d.activation, d.folder / "config.json"))
 
 
-def _read_st_folder(root: Path) -> dict:
-    """Parse modules.json: transformer path, pooling modes, Dense layers, max_seq_length."""
-    modules = _read_json(root / "modules.json")
-    spec: dict = {"transformer": None, "modes": (), "dense": [], "max_seq_length": None, "hardneg": None}
-    for mod in sorted(modules, key=lambda m: m.get("idx", 0)):
-        kind = str(mod.get("type", "")).rsplit(".", 1)[-1]
-        sub = root / mod.get("path", "")
-        if kind == "Transformer":
-            spec["transformer"] = sub
-            for cfg_name in ("sentence_bert_config.json",):
-                if (sub / cfg_name).exists():
-                    spec["max_seq_length"] = _read_json(sub / cfg_name).get("max_seq_length")
-        elif kind == "Pooling":
-            cfg = _read_json(sub / "config.json")
-            modes = tuple(v for k, v in _ST_MODES.items() if cfg.get(k))
-            unsupported = [k for k, v in cfg.items() if k.startswith("pooling_mode_") and v and k not in _ST_MODES]
-            if unsupported or not modes:
-                raise ValueError(f"{sub / 'config.json'}: unsupported pooling mode(s) {unsupported or 'none set'}")
-            spec["modes"] = modes
-        elif kind == "Dense":
-            spec["dense"].append(_load_dense(sub))
-        elif kind == "Normalize":
-            pass  # unit-normalising does not change cosine similarity
-        else:
-            raise ValueError(f"{root / 'modules.json'}: unsupported sentence-transformers module {mod.get('type')!r}")
-    if spec["transformer"] is None:
-        raise ValueError(f"{root / 'modules.json'}: no Transformer module")
-    if (root / HARDNEG_POOLING_FILE).exists():
-        spec["hardneg"] = _read_json(root / HARDNEG_POOLING_FILE)
-    return spec
+@dataclass
+class SentenceTransformerEncoder:
+    """A folder whose modules only sentence-transformers computes: ``encode`` is its own."""
+
+    model: object  # sentence_transformers.SentenceTransformer
+    name: str = ""
+    pooler: str = "sentence-transformers"
+    template: str | None = None
+    max_length: int = 0
+
+    def encode(self, sentences: list[str], batch_size: int = 128, show_progress: bool = False) -> np.ndarray:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
+        vecs = self.model.encode(list(sentences), batch_size=batch_size, show_progress_bar=show_progress,
+                                 convert_to_numpy=True)
+        return np.asarray(vecs, dtype=np.float32).reshape(len(sentences), -1)
+
+    __call__ = encode
+
+
+def _through_sentence_transformers(path: str, model: str, device: str, why: UnsupportedFolder):
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise ValueError(f"{why}; hardneg computes only Transformer, Pooling (cls, mean, max, "
+                         f"mean_sqrt_len_tokens), Dense and Normalize modules without sentence-transformers: "
+                         f"pip install 'hardneg[sentence-transformers]' to encode it through it") from None
+    log.info("%s: %s; encoding through sentence-transformers", model, why)
+    st = SentenceTransformer(path, device=device, local_files_only=True)
+    return SentenceTransformerEncoder(st, name=Path(str(model)).name or str(model),
+                                      max_length=int(st.max_seq_length or 0))
 
 
 def load_encoder(
@@ -219,37 +214,36 @@ def load_encoder(
     max_length: int = 128,
     device: str | None = None,
     template: str | None = None,
-) -> Encoder:
+) -> Encoder | SentenceTransformerEncoder:
     """Load ``model`` (hub id, local folder, ``package:NAME``, or sentence-transformers folder).
 
-    A sentence-transformers folder (has ``modules.json``) uses its own pooling config, Dense
-    layers and ``max_seq_length``; ``pooler``/``template`` apply to plain Hugging Face models (and
-    to hardneg folders that carry ``hardneg_pooling.json``). ``pooler='mask'`` without a template
-    uses SNCSE's first template.
+    A sentence-transformers folder (has ``modules.json``; current and legacy formats, see
+    ``hardneg.encoders.st_folder``) uses its own pooling, template, Dense/Normalize modules and
+    max_seq_length; ``pooler``/``template``/``max_length`` apply to plain Hugging Face models. A
+    folder with modules hardneg does not compute is encoded by sentence-transformers itself
+    (when installed). ``pooler='mask'`` without a template uses SNCSE's first template.
     """
     if max_length < 4:  # checked before a model folder's own setting can replace it
         raise ValueError(f"max_length must be >= 4 (got {max_length})")
     path = resolve_model(model, setting="model")
     dev = str(pick_device(device))
-    st_spec = None
-    if Path(path, "modules.json").is_file():
-        st_spec = _read_st_folder(Path(path))
-        hn = st_spec["hardneg"]
-        if hn:  # a hardneg export whose representation needs more than ST's Pooling module
-            pooler = hn.get("pooler", pooler)
-            template = hn.get("template", template)
-            max_length = int(hn.get("max_length", max_length))
-        else:
-            if pooler != "avg" or template is not None:
-                log.warning("%s is a sentence-transformers folder: using its own pooling config, "
-                            "ignoring pooler=%r template=%r", model, pooler, template)
-            pooler, template = "avg", None
-            if st_spec["max_seq_length"]:
-                if int(st_spec["max_seq_length"]) != max_length:
-                    log.warning("%s is a sentence-transformers folder: using its max_seq_length %s, "
-                                "not max_length=%s", model, st_spec["max_seq_length"], max_length)
-                max_length = int(st_spec["max_seq_length"])
-        path = str(st_spec["transformer"])
+    spec: FolderSpec | None = None
+    if is_st_folder(path):
+        try:
+            spec = read_folder(path)
+        except UnsupportedFolder as why:
+            return _through_sentence_transformers(path, model, dev, why)
+        own = (spec.pooler or folder_pooler(spec) or "st", spec.template)
+        if (pooler, template) not in (("avg", None), own):
+            log.warning("%s is a sentence-transformers folder: using its own pooling %s (template %s), "
+                        "ignoring pooler=%r template=%r", model, own[0], own[1], pooler, template)
+        pooler = spec.pooler or "avg"
+        template = spec.template
+        if spec.max_seq_length and spec.max_seq_length != max_length:
+            log.warning("%s is a sentence-transformers folder: using its max_seq_length %s, not max_length=%s",
+                        model, spec.max_seq_length, max_length)
+            max_length = spec.max_seq_length
+        path = str(spec.transformer)
     if pooler not in POOLERS:
         raise ValueError(f"unknown pooler {pooler!r} (known: {', '.join(POOLERS)})")
     if max_length < 4:
@@ -258,12 +252,12 @@ def load_encoder(
         template = "sncse1"
     if template is not None:
         get_template(template)  # validates the name early
-    tokenizer, hf_model, missing = load_backbone(model if st_spec is None else path, setting="model")
+    tokenizer, hf_model, missing = load_backbone(model if spec is None else path, setting="model")
     st_modes: tuple[str, ...] = ()
     dense: list[_Dense] = []
-    if st_spec is not None and not st_spec["hardneg"]:
-        st_modes, dense = st_spec["modes"], st_spec["dense"]
-        pooler = "avg" if st_modes == ("avg",) else ("cls_before_pooler" if st_modes == ("cls_before_pooler",) else "st")
+    if spec is not None and spec.st_modes:
+        st_modes, dense = spec.st_modes, [_load_dense(d) for d in spec.dense]
+        pooler = {("mean",): "avg", ("cls",): "cls_before_pooler"}.get(st_modes, "st") if not dense else "st"
     else:
         _check_pooler(pooler, model, hf_model, tokenizer, missing, template)
     max_pos = getattr(hf_model.config, "max_position_embeddings", None)
@@ -274,9 +268,8 @@ def load_encoder(
         layer.linear.to(dev)
         layer.activation.to(dev)
     enc = Encoder(model=hf_model, tokenizer=tokenizer, pooler=pooler, max_length=max_length, device=dev,
-                  template=template, name=Path(str(model)).name or str(model), st_modes=st_modes, dense=dense)
-    if st_modes:
-        enc.pooler = pooler
+                  template=template, name=Path(str(model)).name or str(model), st_modes=st_modes, dense=dense,
+                  normalize=bool(spec and spec.normalize))
     log.info("loaded encoder %s (pooler=%s, template=%s, max_length=%d, device=%s)",
              model, enc.pooler, template, max_length, dev)
     return enc

@@ -1,18 +1,24 @@
 """Export a trained encoder as a sentence-transformers folder with its evaluation pooler built in.
 
-Layout (what ``SentenceTransformer(folder)`` and ``hardneg.encoders.load_encoder`` read):
-``modules.json``, ``sentence_bert_config.json``, ``config_sentence_transformers.json``,
-HF weights/config/tokenizer at the root, ``1_Pooling/config.json`` and a ``README.md`` card.
-SimCSE's training-only MLP is never exported (SimCSE issues #25/#100/#208: evaluate the [CLS]
-state before the MLP). Representations Pooling cannot express (``mask`` with a prompt template,
-``avg_first_last``, ``avg_top2``) are recorded in ``hardneg_pooling.json``, which
-``load_encoder`` honours; plain sentence-transformers then falls back to mean pooling, as the
-card warns.
+The folder is in the format sentence-transformers >= 5.4 writes (module paths
+``sentence_transformers.base.modules.transformer.Transformer`` etc., ``"pooling_mode": "cls"``,
+``max_seq_length`` as the tokenizer's ``model_max_length``): HF weights/config/tokenizer at the
+root, ``modules.json``, ``config_sentence_transformers.json`` and a ``README.md`` model card
+(``hardneg.train.model_card``). SimCSE's training-only MLP is never exported (SimCSE issues
+#25/#100/#208: evaluate the [CLS] state before the MLP).
+
+- ``cls_before_pooler`` / ``avg`` without a template: Transformer + Pooling (``cls`` / ``mean``);
+  ``cls``: plus a Dense module holding the model's pooler layer (dense + tanh). These load in plain
+  sentence-transformers, without hardneg.
+- any other pooler, or a prompt template: ``hardneg.encoders.st_modules.PromptTransformer`` +
+  ``HardnegPooling``, which ``SentenceTransformer(folder)`` imports from hardneg (installed).
+
+Either way ``SentenceTransformer(folder).encode`` equals ``hardneg.encoders.load_encoder(folder)``
+(tests/test_st_folders.py).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -21,24 +27,34 @@ from typing import Any
 
 import torch
 
-from hardneg.encoders.templates import get_template
+from hardneg.encoders.pooling import NEEDS_HIDDEN_STATES
+from hardneg.encoders.st_folder import POOLING_CONFIG_FILE, TRANSFORMER_CONFIG_FILE
 from hardneg.shards import write_json_atomic
 
-HARDNEG_POOLING_FILE = "hardneg_pooling.json"
-# our pooler -> sentence-transformers Pooling mode
-_ST_MODE = {"cls_before_pooler": "cls_token", "avg": "mean_tokens", "cls": "cls_token"}
+# our pooler -> sentence-transformers Pooling mode (exported in ST's own modules)
+_ST_MODE = {"cls_before_pooler": "cls", "avg": "mean", "cls": "cls"}
+# module type paths as sentence-transformers >= 5.4 writes them
+ST_TRANSFORMER = "sentence_transformers.base.modules.transformer.Transformer"
+ST_POOLING = "sentence_transformers.sentence_transformer.modules.pooling.Pooling"
+ST_DENSE = "sentence_transformers.base.modules.dense.Dense"
+HN_TRANSFORMER = "hardneg.encoders.st_modules.PromptTransformer"
+HN_POOLING = "hardneg.encoders.st_modules.HardnegPooling"
+# sentence_bert_config.json of a text Transformer (sentence-transformers >= 5.4)
+_TRANSFORMER_CONFIG = {
+    "transformer_task": "feature-extraction",
+    "modality_config": {"text": {"method": "forward", "method_output_name": "last_hidden_state"}},
+    "module_output_name": "token_embeddings",
+}
 
 
-def _pooling_config(dim: int, mode: str) -> dict[str, Any]:
-    keys = ["cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken"]
-    cfg: dict[str, Any] = {"word_embedding_dimension": dim}
-    cfg.update({f"pooling_mode_{k}": k == mode for k in keys})
-    cfg["include_prompt"] = True
-    return cfg
+def is_native(pooler: str, template: str | None) -> bool:
+    """True when sentence-transformers' own modules express ``pooler`` (no hardneg needed to load)."""
+    return pooler in _ST_MODE and template is None
 
 
-def _stateless_copy(tokenizer):
-    """A copy of ``tokenizer`` without the truncation/padding state its last call left behind.
+def _stateless_copy(tokenizer, max_length: int):
+    """A copy of ``tokenizer`` without the truncation/padding state its last call left behind, whose
+    ``model_max_length`` is the export's ``max_length`` (where sentence-transformers reads it).
 
     A fast tokenizer serialises that state into tokenizer.json, so without this the exported
     bytes would depend on which batch was encoded last (and differ between local and Slurm runs).
@@ -50,6 +66,7 @@ def _stateless_copy(tokenizer):
     if backend is not None:
         backend.no_truncation()
         backend.no_padding()
+    clean.model_max_length = max_length
     return clean
 
 
@@ -62,7 +79,8 @@ def export_sentence_transformers(
     template: str | None = None,
     card: dict[str, Any] | None = None,
 ) -> Path:
-    """Write ``backbone`` + ``pooler`` as a sentence-transformers folder at ``out_dir``.
+    """Write ``backbone`` + ``pooler`` (+ ``template``) as a sentence-transformers folder at ``out_dir``;
+    ``card``: the run's summary (``hardneg.train.model_card.model_card``) for README.md.
 
     Written into a temporary folder beside ``out_dir`` and renamed into place when complete: a
     kill during the export leaves no folder there (a half one, say weights without tokenizer or
@@ -99,15 +117,24 @@ def _replace_folder(new: Path, final: Path) -> None:
 def _write_folder(backbone: torch.nn.Module, tokenizer, out: Path, pooler: str, max_length: int,
                   template: str | None, card: dict[str, Any] | None) -> None:
     backbone.save_pretrained(out, safe_serialization=True)
-    _stateless_copy(tokenizer).save_pretrained(out)
+    _stateless_copy(tokenizer, max_length).save_pretrained(out)
     dim = int(backbone.config.hidden_size)
-    modules = [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-    ]
-    mode = _ST_MODE.get(pooler, "mean_tokens")
-    write_json_atomic(_pooling_config(dim, mode), out / "1_Pooling" / "config.json")
-    if pooler == "cls":
+    native = is_native(pooler, template)
+    if native:
+        modules = [{"idx": 0, "name": "0", "path": "", "type": ST_TRANSFORMER},
+                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": ST_POOLING}]
+        write_json_atomic(_TRANSFORMER_CONFIG, out / "sentence_bert_config.json")
+        write_json_atomic({"embedding_dimension": dim, "pooling_mode": _ST_MODE[pooler], "include_prompt": True},
+                          out / "1_Pooling" / "config.json")
+    else:
+        modules = [{"idx": 0, "name": "0", "path": "", "type": HN_TRANSFORMER},
+                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": HN_POOLING}]
+        write_json_atomic({"template": template, "max_seq_length": max_length,
+                           "output_hidden_states": pooler in NEEDS_HIDDEN_STATES}, out / TRANSFORMER_CONFIG_FILE)
+        write_json_atomic({"pooler": pooler, "embedding_dimension": dim,
+                           "mask_token_id": tokenizer.mask_token_id if pooler == "mask" else None},
+                          out / "1_Pooling" / POOLING_CONFIG_FILE)
+    if native and pooler == "cls":
         # the model's own pooler (dense + tanh over [CLS]) as a Dense module after CLS pooling
         from safetensors.torch import save_file
 
@@ -117,51 +144,10 @@ def _write_folder(backbone: torch.nn.Module, tokenizer, out: Path, pooler: str, 
                    "linear.bias": dense.bias.detach().cpu().contiguous()}, str(out / "2_Dense" / "model.safetensors"))
         write_json_atomic({"in_features": dim, "out_features": dim, "bias": True,
                            "activation_function": "torch.nn.modules.activation.Tanh"}, out / "2_Dense" / "config.json")
-        modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
+        modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": ST_DENSE})
     write_json_atomic(modules, out / "modules.json")
-    write_json_atomic({"max_seq_length": max_length, "do_lower_case": False}, out / "sentence_bert_config.json")
-    write_json_atomic({"similarity_fn_name": "cosine", "prompts": {}, "default_prompt_name": None},
-                      out / "config_sentence_transformers.json")
-    native = pooler in _ST_MODE and template is None
-    if not native:
-        write_json_atomic({"pooler": pooler, "template": template, "max_length": max_length},
-                          out / HARDNEG_POOLING_FILE)
-    (out / "README.md").write_text(_model_card(pooler, template, max_length, native, card or {}), encoding="utf-8")
+    write_json_atomic({"model_type": "SentenceTransformer", "similarity_fn_name": "cosine", "prompts": {},
+                       "default_prompt_name": None}, out / "config_sentence_transformers.json")
+    from hardneg.train.model_card import model_card
 
-
-def _model_card(pooler: str, template: str | None, max_length: int, native: bool, card: dict[str, Any]) -> str:
-    lines = [
-        "---",
-        "library_name: sentence-transformers",
-        "pipeline_tag: sentence-similarity",
-        "tags: [sentence-transformers, sentence-similarity, hardneg]",
-        "---",
-        f"# {card.get('title', 'hardneg sentence encoder')}",
-        "",
-        "Trained with the hardneg pipeline (contrastive learning with hard negatives).",
-        "",
-        "## Representation",
-        f"- pooler: `{pooler}`; max_length: {max_length} tokens (template included)",
-    ]
-    if template:
-        lines.append(f"- prompt template `{template}`: `{get_template(template)}`; the vector is the last "
-                     f"hidden state at the [MASK] position")
-    if native:
-        lines.append("- built into the sentence-transformers Pooling module: `SentenceTransformer(folder)` "
-                     "reproduces it exactly.")
-    else:
-        lines += [
-            (f"- **not expressible by sentence-transformers' Pooling module**: `{HARDNEG_POOLING_FILE}` records "
-             "it and `hardneg.encoders.load_encoder(folder)` applies it. Plain `SentenceTransformer(folder)` "
-             "falls back to mean pooling WITHOUT the template: a different representation."),
-        ]
-    lines.append("- SimCSE's training-only MLP is not part of this model.")
-    if card.get("scores"):
-        lines += ["", "## Scores", "", "| metric | value |", "|---|---|"]
-        lines += [f"| {k} | {v} |" for k, v in card["scores"].items()]
-    if card.get("settings"):
-        lines += ["", "## Training configuration", "", "```json",
-                  json.dumps(card["settings"], indent=2, sort_keys=True, default=str), "```"]
-    if card.get("data"):
-        lines += ["", "## Training data", "", "```json", json.dumps(card["data"], indent=2, sort_keys=True), "```"]
-    return "\n".join(lines) + "\n"
+    (out / "README.md").write_text(model_card(pooler, template, max_length, native, card), encoding="utf-8")

@@ -29,12 +29,14 @@ def run_train(
     threads: int | None = None,
     resume: bool = True,
     keep_checkpoints: bool = False,
+    report_to: str | Sequence[str] | None = None,
     log_path: str | Path | None = None,
 ) -> dict[str, Any] | None:
     """Train ``settings`` on the corpus (+ augmentation shards per column) into ``out_dir``
     (model/, metrics.jsonl, curve.png, summary.json); returns the summary (None under torchrun).
     ``threads`` sets this process's torch CPU threads (torchrun's processes keep their own);
-    ``keep_checkpoints`` keeps the resume state (``work-*/``) after the model is exported."""
+    ``keep_checkpoints`` keeps the resume state (``work-*/``) after the model is exported;
+    ``report_to``: ``train.report_to`` trackers (hardneg.train.tracking)."""
     import torch
 
     out_dir = Path(out_dir)
@@ -54,6 +56,9 @@ def run_train(
             cmd += ["--no-resume"]
         if keep_checkpoints:
             cmd += ["--keep-checkpoints"]
+        from hardneg.train.tracking import parse_report_to
+
+        cmd += ["--report-to", *(parse_report_to(report_to) or ["none"])]
         for col, paths in aug.items():
             cmd += [f"--{col}", *paths]
         if log_path is None:
@@ -65,4 +70,4 @@ def run_train(
     from hardneg.train.trainer import train
 
     return train(settings, list(corpus), out_dir, augment_shards=aug, senteval_dir=senteval_dir, resume=resume,
-                 keep_checkpoints=keep_checkpoints)
+                 keep_checkpoints=keep_checkpoints, report_to=report_to)

@@ -4,7 +4,7 @@ A teacher is a configured model (the SAN paper: DiffCSE-base and SimCSE-large, w
 or the exported model of another method trained in the same workflow (``{method: simcse}``; the
 workflow resolves it to ``results/train/<experiment>/<method>/seed<seed>/model`` and adds it as an
 input of the student's train job). Each teacher encodes with its own pooler and template (the
-export's ``hardneg_pooling.json`` / ``1_Pooling``, else ``cls_before_pooler`` as RankCSE's code
+folder's sentence-transformers modules (hardneg.encoders.st_folder, any format), else ``cls_before_pooler`` as RankCSE's code
 picks for SimCSE/DiffCSE teachers); similarities are computed under no_grad and summed with the
 teachers' weights. Teachers must share the student's vocabulary: the reference feeds the
 student's token ids to the teachers (docs/deviations.md).
@@ -12,13 +12,12 @@ student's token ids to the teachers (docs/deviations.md).
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
+from hardneg.encoders.st_folder import UnsupportedFolder, folder_pooler, is_st_folder, read_folder
 from hardneg.models.resolve import resolve_model
 from hardneg.train import distributed as D
 from hardneg.train import views
@@ -27,10 +26,6 @@ from hardneg.train.objectives._common import _upcast, cosine_matrix
 from hardneg.train.settings import TrainSettings
 
 log = logging.getLogger(__name__)
-
-# sentence-transformers Pooling mode -> our pooler
-_ST_POOLERS = {"pooling_mode_cls_token": "cls_before_pooler", "pooling_mode_mean_tokens": "avg"}
-
 
 class TeacherError(ValueError):
     """A teacher that cannot be used; the message names the setting."""
@@ -47,24 +42,21 @@ class TeacherSpec:
     template: str | None  # a fixed template for every view; None: the student's per view (mask pooler)
 
 
-def _export_pooling(path: str) -> tuple[str | None, str | None]:
-    """(pooler, template) recorded in an exported folder, or (None, None)."""
-    d = Path(path)
-    if not d.is_dir():
-        return None, None
-    hp = d / "hardneg_pooling.json"
-    if hp.exists():
-        rec = json.loads(hp.read_text())
-        return rec.get("pooler"), rec.get("template")
-    st = d / "1_Pooling" / "config.json"
-    if st.exists():
-        cfg = json.loads(st.read_text())
-        for key, pooler in _ST_POOLERS.items():
-            if cfg.get(key):
-                if pooler == "cls_before_pooler" and (d / "2_Dense").exists():
-                    return "cls", None
-                return pooler, None
-    return None, None
+def _export_pooling(path: str) -> tuple[str | None, str | None, str]:
+    """(pooler, template, Hugging Face model folder) of a sentence-transformers folder
+    (hardneg.encoders.st_folder: current and legacy formats); (None, None, path) for a plain model."""
+    if not is_st_folder(path):
+        return None, None, path
+    try:
+        spec = read_folder(path)
+    except UnsupportedFolder as exc:
+        raise TeacherError(f"teacher {path}: {exc}; a teacher must be a Transformer with a cls/mean or "
+                           f"hardneg pooling (its token ids are the student's)") from None
+    pooler = folder_pooler(spec)
+    if pooler is None:
+        raise TeacherError(f"teacher {path}: pooling {'+'.join(spec.st_modes)} with {len(spec.dense)} Dense "
+                           f"module(s) is not a hardneg pooler (cls, cls_before_pooler, avg, ...)")
+    return pooler, spec.template, str(spec.transformer)
 
 
 def resolve_specs(s: TrainSettings) -> list[TeacherSpec]:
@@ -88,7 +80,7 @@ def resolve_specs(s: TrainSettings) -> list[TeacherSpec]:
         if path == init and not s.allow_untrained_teacher:
             raise TeacherError(f"{setting}: teacher {t['model']!r} is the untrained initial model (init_model); "
                                f"set allow_untrained_teacher: true to rank with it anyway")
-        pooler, template = _export_pooling(path)
+        pooler, template, path = _export_pooling(path)
         pooler = t.get("pooler") or pooler or "cls_before_pooler"
         if t.get("template"):
             template = t["template"]  # explicit: every view

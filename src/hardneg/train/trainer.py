@@ -47,6 +47,7 @@ from hardneg.train.reading import reading
 from hardneg.train.settings import TrainSettings
 from hardneg.train.step_model import Objective, StepModel
 from hardneg.train.teachers import Teachers, load_teachers, resolve_specs
+from hardneg.train.tracking import Trackers
 
 log = logging.getLogger(__name__)
 
@@ -216,12 +217,14 @@ def train(
     halt_after_steps: int | None = None,
     data: TrainingData | None = None,
     keep_checkpoints: bool = False,
+    report_to: str | Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Train one method x seed; export the best model to ``out_dir/model``.
 
     Writes ``out_dir/{model/, metrics.jsonl, curve.png, summary.json}``; checkpoints live in
     ``work_dir`` (default ``out_dir/work-<settings fingerprint>``) so a re-run resumes; they are
-    deleted once the model is exported unless ``keep_checkpoints``.
+    deleted once the model is exported unless ``keep_checkpoints``. ``report_to`` (``train.report_to``)
+    also sends what metrics.jsonl receives to TensorBoard / W&B / MLflow (hardneg.train.tracking).
     ``halt_after_steps`` stops this process after that many steps without exporting (as a job
     killed mid-run would; used by the resume test).
     """
@@ -235,6 +238,9 @@ def train(
     torch.manual_seed(s.seed)  # identical initial weights (MLP) on every rank
 
     teacher_specs = resolve_specs(s)  # bad teacher settings fail before any data or model is read
+    # a tracker whose package is missing fails here, before any data or model is read
+    trackers = Trackers.create(report_to if info.is_main else None, out_dir, f"{s.method}-seed{s.seed}")
+    trackers.log_settings(s.to_dict())
     if data is None:
         data = load_training_data(corpus_shards, augment_shards, s.needed_columns(), s.post_process,
                                   failed=s.failed_augmentation, negation_rules=s.negation_rules)
@@ -294,6 +300,7 @@ def train(
         if info.is_main:
             with metrics_path.open("a") as fh:
                 fh.write(json.dumps(rec, sort_keys=True) + "\n")
+            trackers.log_record(rec)  # metrics.jsonl stays the source of truth
 
     def evaluate() -> float | None:
         if senteval_dir is None:
@@ -412,6 +419,7 @@ def train(
         if halt_after_steps is not None and steps_this_run >= halt_after_steps and step < total_steps:
             bar.close()
             upcoming.close()
+            trackers.close()
             return {"halted_at": step}
     bar.close()
     upcoming.close()
@@ -436,15 +444,13 @@ def train(
         export_sentence_transformers(
             encoder.backbone, encoder.tokenizer, out_dir / "model", pooler=s.export_pooler,
             max_length=eval_len, template=s.templates[0] if s.templates else None,
-            card={"title": f"hardneg {s.method} (seed {s.seed})",
-                  "scores": {"STS-B dev Spearman x100 (selected checkpoint)":
-                             None if final_dev is None else round(final_dev, 2),
-                             "selected step": summary["best_step"]},
-                  "settings": s.to_dict(), "data": data.counts},
+            card=summary,
         )
         (out_dir / "metrics.jsonl").write_bytes(metrics_path.read_bytes())
         _plot_curve(metrics_path, out_dir / "curve.png")
         write_json_atomic(summary, out_dir / "summary.json")
+        trackers.log_final({"stsb_dev": final_dev, "best_step": summary["best_step"]})
+    trackers.close()
     D.barrier(info)
     if info.is_main and not keep_checkpoints:  # the job is complete: resume state is dead weight
         freed = remove_resume_state(work)
