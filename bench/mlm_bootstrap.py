@@ -65,7 +65,8 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     tmp = Path(args.tmp)
     tmp.mkdir(parents=True, exist_ok=True)
-    base = BootstrapConfig(steps=300, warmup_steps=20, threads=1)  # experiments/quick.yaml before this bench
+    # the quick experiment's bootstrap before this bench (settings name what they change)
+    base = BootstrapConfig(steps=300, warmup_steps=20, lr=5e-4, train_layers=2, unigram_bias=False, text="corpus", threads=1)
     keys = eval_keys(tmp)
     mirror_ids, mirror_texts = read_sentences([], replace(base, text="source_file"), MIRROR / WIKI, keys)
     held = {k for k in mirror_ids if k % base.heldout_every == 0}
