@@ -59,7 +59,7 @@ def test_quick_hub_san_runs_with_a_tiny_mlm_in_the_hub_models_place(tmp_path, ti
     small = tmp_path / "tiny-models.yaml"
     small.write_text(f"corpus:\n  max_sentences: 20\n  shard_size: 10\nsan:\n  mlm: {tiny_mlm_dir}\n  batch_size: 3\n"
                      # SAN's released lexicon (bert-base-uncased ids, the tiny MLM's tokenizer): no spaCy pass
-                     f"lexicon:\n  mode: file\n  file: {shared_dir / 'data/reference/san_vocab_pos_end.txt'}\n")
+                     f"lexicon:\n  mode: file\n  reference: null\n  file: {shared_dir / 'data/reference/san_vocab_pos_end.txt'}\n")
     configs = ["--configfile", str(ROOT / "config.yaml"), str(HUB), str(small)]
     run = smk(tmp_path, *configs, "--allowed-rules", "lexicon", "san", "san_all", "--cores", "2", "san_all")
     assert run.returncode == 0, run.stderr[-4000:]
