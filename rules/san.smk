@@ -33,9 +33,12 @@ rule lexicon:
 
 
 rule bootstrap_mlm:
-    """Fit a masked-LM head (+ top layers) on the pretrained encoder over the corpus shards."""
+    """Fit a masked-LM head (+ top layers) on the pretrained encoder over the corpus shards, or over
+    every line of the corpus file minus the STS/SICK sentences (bootstrap_mlm.text: source_file)."""
     input:
         corpus=expand(f"{CORPUS_DIR}/shard-{{shard}}.parquet", shard=SHARDS),
+        source_file=[f"data/downloads/{config['data']['corpus_file']}"] if _BOOT_CFG["text"] == "source_file" else [],
+        senteval=[SENTEVAL_DIR] if _BOOT_CFG["text"] == "source_file" else [],
     output:
         model=directory(BOOTSTRAP_MLM_DIR),
     params:

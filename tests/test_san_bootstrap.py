@@ -32,3 +32,45 @@ def test_bootstrap_reports_accuracy_and_saves_a_loadable_mlm(tmp_path, tiny_mlm_
     with torch.inference_mode():
         logits = model(**tok("the cat [MASK] on the mat", return_tensors="pt")).logits
     assert logits.shape[-1] == tok.vocab_size
+
+
+def test_masked_logits_equal_the_full_output_at_the_masked_positions(tiny_mlm_dir):
+    from hardneg.augment.san.bootstrap_mlm import masked_logits
+
+    tok, model = load_masked_lm(str(tiny_mlm_dir), setting="san.mlm", device="cpu")
+    enc = tok(["the cat sat on the mat", "a dog ran"], padding=True, return_tensors="pt")
+    where = torch.zeros_like(enc["input_ids"], dtype=torch.bool)
+    where[0, 2] = where[0, 5] = where[1, 1] = True
+    with torch.inference_mode():
+        full = model(**enc).logits[where]
+        part = masked_logits(model, enc["input_ids"], enc["attention_mask"], where)
+    # the same position-wise ops on fewer rows: only the matmul blocking may differ, a few float32
+    # ulps of the largest logit per accumulated term (hidden size 32)
+    tol = 32 * torch.finfo(torch.float32).eps * float(full.abs().max())
+    assert part.shape == full.shape and float((part - full).abs().max()) <= tol
+
+
+def test_source_file_text_is_deduplicated_line_numbered_and_leaves_evaluation_sentences_out(tmp_path):
+    from hardneg.augment.san.bootstrap_mlm import read_sentences
+    from hardneg.data.leakage import match_key
+
+    src = tmp_path / "corpus.txt"
+    src.write_text("A first line.\n\nA  first line.\nA man is playing a guitar.\nThe last one.\n", encoding="utf-8")
+    ids, texts = read_sentences([], BootstrapConfig(text="source_file"), src, {match_key("a man is playing a guitar")})
+    assert ids == [0, 4] and texts == ["A first line.", "The last one."]
+    ids, _ = read_sentences([], BootstrapConfig(text="source_file", max_sentences=1), src)
+    assert ids == [0]
+
+
+def test_whole_word_masking_chooses_every_piece_of_a_word_together():
+    from hardneg.augment.san.bootstrap_mlm import _choose
+
+    ids = torch.arange(10, 22).repeat(64, 1)
+    attn = torch.ones_like(ids)
+    words = torch.tensor([-1, 0, 0, 0, 1, 2, 2, 3, 4, 4, 4, -1]).repeat(64, 1)  # -1: [CLS]/[SEP]
+    special = torch.zeros(30, dtype=torch.bool)
+    chosen = _choose(ids, attn, special, words, 0.3, torch.Generator().manual_seed(0))
+    for w in range(5):
+        cols = chosen[:, words[0] == w]
+        assert bool((cols == cols[:, :1]).all())  # all pieces of word w chosen or none
+    assert not chosen[:, 0].any() and not chosen[:, -1].any() and 0 < int(chosen.sum()) < chosen.numel()

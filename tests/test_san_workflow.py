@@ -35,7 +35,7 @@ def test_san_rules_end_to_end(tmp_path, tiny_mlm_dir, mirror_dir, shared_dir):
     overlay = tmp_path / "small.yaml"
     overlay.write_text(
         "corpus:\n  max_sentences: 24\n  shard_size: 12\n"
-        f"bootstrap_mlm:\n  base: {tiny_mlm_dir}\n  steps: 2\n  batch_size: 4\n  heldout_every: 4\n  heldout_max: 3\n"
+        f"bootstrap_mlm:\n  base: {tiny_mlm_dir}\n  steps: 2\n  batch_size: 4\n  train_layers: 2\n  heldout_every: 4\n  heldout_max: 3\n"
         "san:\n  batch_size: 3\n"
         f"lexicon:\n  reference: {shared_dir / 'data/reference/san_vocab_pos_end.txt'}\n"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from hardneg.report import collect, render
+from hardneg.report.san_examples import san_examples
 from hardneg.shards import write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -21,6 +23,18 @@ OUTPUTS = ("sts.html", "sts.png", "cont_oppn.html", "cont_oppn.png", "curves.png
 def _headers(frame: pl.DataFrame) -> pl.DataFrame:
     """Dataset columns under the papers' names (STS-B, SICK-R) for display."""
     return frame.rename({k: v for k, v in collect.STS_HEADERS.items() if k in frame.columns})
+
+
+def san_parts(augment: Sequence[str | Path], examples: int) -> list[str]:
+    """The SAN section of the augmentation page: its notes, then its marked examples (none
+    without SAN shards)."""
+    ex, notes = san_examples(augment, examples)
+    if not notes and ex.height == 0:
+        return []
+    return ["<h3>SAN</h3>", *(f"<p>{html.escape(n)}</p>" for n in notes),
+            render.table_html(ex, "SAN examples: the input as the MLM saw it (masked words «marked», "
+                              "over all iterations) and the negative (words that differ [marked])",
+                              "san-examples")]
 
 
 def build_report(
@@ -85,6 +99,7 @@ def build_report(
         render.table_html(stats, "Rows per augmenter, status and reason (kept + dropped = corpus)",
                           "aug-stats"),
         render.table_html(ex, "Examples (first rows kept per augmenter)", "aug-examples"),
+        *san_parts(augment, examples),
     ])
 
     bench = collect.benchmarks_table(bench_dir) if bench_dir and Path(bench_dir).exists() \

@@ -69,14 +69,28 @@ def run_bootstrap_mlm(
     *,
     seed: int,
     threads: int,
+    source_file: str | Path | None = None,
+    senteval_dir: str | Path | None = None,
 ) -> dict:
-    """Fit an MLM head on an encoder over the corpus shards (``bootstrap_mlm`` config section,
-    schema defaults filled in; its own ``threads`` key is replaced by ``threads``); return the metrics."""
+    """Fit an MLM head on an encoder over the corpus shards, or (``text: source_file``) over every
+    line of ``source_file`` minus the evaluation sentences found in ``senteval_dir``
+    (``bootstrap_mlm`` config section, schema defaults filled in; its own ``threads`` key is
+    replaced by ``threads``); return the metrics."""
     from hardneg.augment.san.bootstrap_mlm import BootstrapConfig, bootstrap_mlm
 
     cfg = with_defaults("bootstrap_mlm", dict(settings or {}))
     cfg.update(seed=seed, threads=threads)
-    metrics = bootstrap_mlm(list(corpus), out_dir, BootstrapConfig(**cfg))
+    exclude = None
+    if cfg["text"] == "source_file":
+        if source_file is None or senteval_dir is None:
+            raise ValueError("bootstrap_mlm.text=source_file needs the corpus source file and the SentEval folder "
+                             "(its STS/SICK sentences are never trained on)")
+        from hardneg.data.leakage import evaluation_sentences
+        from hardneg.data.senteval import check_senteval_dir
+
+        check_senteval_dir(senteval_dir)  # a wrong folder would exclude nothing
+        exclude = set().union(*evaluation_sentences(senteval_dir).values())
+    metrics = bootstrap_mlm(list(corpus), out_dir, BootstrapConfig(**cfg), source_file=source_file, exclude_keys=exclude)
     log.info("metrics: %s", metrics)
     return metrics
 
@@ -102,7 +116,7 @@ def run_san(
     keyed ``san`` settings; ``mlm`` and ``chunk_rows`` there are ignored: they are arguments).
     ``batch_size`` and ``chunk_rows`` do not change the output in fp32 (``hardneg.augment.san.key``), ``finish_workers``
     (processes that decode, filter and build rows) never does. Writes the SAN
-    shard and, with ``stats_out``, ``{"config", "mlm", **stats}``; returns the stats."""
+    shard and, with ``stats_out``, ``{"config", "mlm", "mlm_heldout", **stats}``; returns the stats."""
     import torch
 
     from hardneg.augment.san.mask_predict import SanConfig, augment_shard
@@ -117,5 +131,19 @@ def run_san(
     stats = augment_shard(shard, out_shard, mlm, lexicon, cfg, negation_path=negation, device=device,
                           chunk_rows=chunk_rows, progress=progress, finish_workers=finish_workers)
     if stats_out is not None:
-        write_json_atomic({"config": cfg.as_dict(), "mlm": mlm, **stats}, stats_out)
+        write_json_atomic({"config": cfg.as_dict(), "mlm": mlm, "mlm_heldout": mlm_heldout(mlm), **stats}, stats_out)
     return stats
+
+
+def mlm_heldout(mlm: str) -> dict | None:
+    """The held-out masked-token accuracy a bootstrap MLM folder records (its ``metrics.json``
+    ``after``), so the report can say how far its examples are to be trusted; None otherwise."""
+    import json
+
+    path = Path(mlm) / "metrics.json"
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())["after"]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a bootstrap MLM metrics file ({exc})") from exc
