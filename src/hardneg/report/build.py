@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
+from hardneg.config import with_defaults
 from hardneg.report import collect, render
 from hardneg.shards import write_json_atomic
 
@@ -34,11 +36,14 @@ def build_report(
     bench_dir: str | Path | None = None,
     experiment: str = "",
     examples: int = 5,
+    predictions: Sequence[str | Path] = (),
+    bootstrap: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
     """Write every file of ``OUTPUTS`` into ``out_dir``; return name -> path.
 
     ``summaries``: the runs' training ``summary.json`` files for the method table (default: beside
-    each ``metrics.jsonl``). ``summary.json`` holds only result-derived numbers (STS mean/std, augmentation counts), so it
+    each ``metrics.jsonl``). ``predictions``: the runs' ``predictions.parquet`` (the one-seed
+    paired bootstrap); ``bootstrap``: ``report.bootstrap`` (default: the schema's). ``summary.json`` holds only result-derived numbers (STS mean/std, augmentation counts), so it
     is byte-identical for identical results; benchmark timings live in the HTML/PNG only.
     """
     out = Path(out_dir)
@@ -54,6 +59,10 @@ def build_report(
         summaries = [p for p in (Path(m).with_name("summary.json") for m in metrics) if p.exists()]
     methods = method_table(summaries)
     links = paper_links({*table["method"].to_list(), *methods["method"].to_list()})
+    from hardneg.report.comparison import comparison_parts
+
+    compare_html, compare_summary = comparison_parts(
+        sts_rows, summaries, predictions, with_defaults("report.bootstrap", bootstrap), links)
     render.plot_sts(sts_rows, paths["sts.png"])
     render.write_page(paths["sts.html"], f"STS test, experiment {experiment}", [
         render.beside(
@@ -63,6 +72,7 @@ def build_report(
         render.table_html(_headers(per_seed), "Per seed", "sts-per-seed", links),
         render.table_html(methods, "Methods (linked to their papers): paper source and settings that "
                           "differ from the paper's preset (docs/deviations.md)", "methods", links),
+        *compare_html,
     ])
 
     co = collect.cont_oppn_long(cont_oppn)
@@ -106,6 +116,7 @@ def build_report(
         "experiment": experiment,
         "sts": [{k: v for k, v in r.items()} for r in table.iter_rows(named=True)],
         "augmentation": [r for r in stats.iter_rows(named=True)],
+        **compare_summary,
         "runs": sorted({f"{m}/seed{s}" for m, s in sts_rows.select("method", "seed").iter_rows()}),
     }
     write_json_atomic(summary, paths["summary.json"])
