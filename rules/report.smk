@@ -31,7 +31,7 @@ rule report_tables:
         bootstrap=config["report"]["bootstrap"],
         code=code_version("hardneg.report", "hardneg.plotting"),
         # the papers' figures are data, not code: their content re-runs the report when edited
-        paper_figures=file_sha256(Path(workflow.basedir) / "src/hardneg/report/paper_figures.yaml"),
+        paper_figures=file_sha256(REPO_DIR / "src/hardneg/report/paper_figures.yaml"),
     log:
         f"{LOGS}/report_tables/{config['experiment']}.log",
     conda:
