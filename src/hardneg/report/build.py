@@ -43,8 +43,10 @@ def build_report(
 
     ``summaries``: the runs' training ``summary.json`` files for the method table (default: beside
     each ``metrics.jsonl``). ``predictions``: the runs' ``predictions.parquet`` (the one-seed
-    paired bootstrap); ``bootstrap``: ``report.bootstrap`` (default: the schema's). ``summary.json`` holds only result-derived numbers (STS mean/std, augmentation counts), so it
-    is byte-identical for identical results; benchmark timings live in the HTML/PNG only.
+    paired bootstrap); ``bootstrap``: ``report.bootstrap`` (missing keys: the schema's defaults).
+    ``summary.json`` holds only result-derived numbers (STS mean/std, augmentation counts, paper
+    figures, differences with their seeded intervals), so it is byte-identical for identical
+    results; benchmark timings live in the HTML/PNG only.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
