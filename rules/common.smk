@@ -3,16 +3,20 @@
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
 # The library lives in src/: importable here and, through PYTHONPATH, in every job's script
 # (also under --use-conda and on cluster nodes), whether or not the package is installed.
-_SRC = str(Path(workflow.basedir) / "src")
+# The repository root, from this file's place (not workflow.basedir: an ablation family's generated
+# Snakefile, which loads this workflow once per variant as a module, lives elsewhere).
+REPO_DIR = Path(str(workflow.current_basedir)).parent
+_SRC = str(REPO_DIR / "src")
 sys.path.insert(0, _SRC)
 _PP = "PYTHONPATH"  # optional: extended, never required
 os.environ[_PP] = os.pathsep.join(p for p in (_SRC, os.environ.get(_PP)) if p)
-CONDA_ENV = str(Path(workflow.basedir) / "envs" / "hardneg.yaml")
+CONDA_ENV = str(REPO_DIR / "envs" / "hardneg.yaml")
 
 from hardneg.config import ConfigError, validate as _validate_config
 

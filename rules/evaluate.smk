@@ -6,9 +6,11 @@
 include: "functions/evaluate.smk"
 
 
+# An experiment's outputs are made from its own config only: results/train|eval/<other>/ are not
+# this config's to build (and an ablation family's variants, one module each, never collide).
 wildcard_constraints:
     method=r"[A-Za-z0-9_.+-]+",
-    experiment=r"[A-Za-z0-9_.-]+",
+    experiment=re.escape(config["experiment"]),
 
 
 rule cont_oppn_splits:
@@ -34,7 +36,7 @@ rule evaluate:
     input:
         unpack(_eval_model_input),
         senteval=SENTEVAL_DIR,
-        splits=rules.cont_oppn_splits.output.splits,
+        splits=f"{SPLITS_DIR}/splits.parquet",  # a path, not rules.<rule>: an ablation DAG lets one module make it
     output:
         sts=f"{EVAL_DIR}/sts.json",
         predictions=f"{EVAL_DIR}/predictions.parquet",

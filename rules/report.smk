@@ -28,7 +28,10 @@ rule report_tables:
         experiment=config["experiment"],
         bench_dir=BENCH,
         examples=config["report"]["examples"],
+        bootstrap=config["report"]["bootstrap"],
         code=code_version("hardneg.report", "hardneg.plotting"),
+        # the papers' figures are data, not code: their content re-runs the report when edited
+        paper_figures=file_sha256(REPO_DIR / "src/hardneg/report/paper_figures.yaml"),
     log:
         f"{LOGS}/report_tables/{config['experiment']}.log",
     conda:

@@ -1,6 +1,7 @@
 """Ablation families: every overlay validates against the schema (catches key drift from the
-stage configs), `hardneg ablate` runs Snakemake per variant under distinct experiment names,
-and the comparison table puts the variants side by side."""
+stage configs), `hardneg ablate` plans every variant in one Snakemake DAG under distinct
+experiment names (shared artifacts planned once), and the comparison table puts the variants
+side by side."""
 
 from __future__ import annotations
 
@@ -13,7 +14,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hardneg.cluster.ablate import compare, list_families, load_family, select
+from hardneg.cluster.ablate import (
+    compare,
+    family_snakefile,
+    list_families,
+    load_family,
+    module_name,
+    select,
+)
 from hardneg.cluster.workdir import link_workflow
 from hardneg.config import ConfigError, load_config
 
@@ -61,21 +69,60 @@ def test_bad_family_and_variant_names(tmp_path):
         run_family("bad", base=["config.yaml"], root=tmp_path, dry_run=True)
 
 
+def _job_counts(out: str) -> dict[str, int]:
+    """rule -> planned jobs, from a dry run's job stats table."""
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\S+)\s+(\d+)$", out, flags=re.MULTILINE)}
+
+
 @pytest.mark.integration
-def test_ablate_command_runs_each_variant(tmp_path):
+@pytest.mark.parametrize("family, variants, own, shared", [
+    # a training-only knob: every augmentation job planned once, training once per variant
+    ("tau2", ["tau0.05", "tau0.10"], {"train", "report_tables"}, {"san", "prepare_corpus", "negate", "lexicon"}),
+    # a SAN knob: each variant its own SAN shards, the corpus and lexicon still once
+    ("san-iterations", ["iter1", "iter2"], {"san", "train"}, {"prepare_corpus", "lexicon", "negate"}),
+])
+def test_ablate_plans_every_variant_in_one_dag(tmp_path, family, variants, own, shared):
     wd = link_workflow(REPO, tmp_path / "main")
     proc = subprocess.run(
-        ["timeout", "-k", "10", "600", HARDNEG, "ablate", "tau2", "--base", "config.yaml",
-         "experiments/tiny.yaml", "--variants", "tau0.05,tau0.10", "--dry-run",
+        ["timeout", "-k", "10", "600", HARDNEG, "ablate", family, "--base", "config.yaml",
+         "experiments/tiny.yaml", "--variants", ",".join(variants), "--dry-run",
          "--snakemake", "--quiet rules"], cwd=wd, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
-    for v in ("tau0.05", "tau0.10"):
-        ov = yaml.safe_load((wd / f"results/ablations/tau2/overlays/{v}.yaml").read_text())
-        assert ov["experiment"] == f"tiny-tau2-{v}" and ov["train"]["methods"] == ["simcse_san"]
-        assert f"results/ablations/tau2/overlays/{v}.yaml" in out  # one snakemake call each
-    # Each variant's dry run plans its own training job (the augmentation is shared).
-    assert len(re.findall(r"^train\s+1$", out, flags=re.MULTILINE)) >= 2, out[-3000:]
+    for v in variants:
+        ov = yaml.safe_load((wd / f"results/ablations/{family}/overlays/{v}.yaml").read_text())
+        assert ov["experiment"] == f"tiny-{family}-{v}" and ov["train"]["methods"] == ["simcse_san"]
+    # ONE snakemake invocation plans every variant
+    assert out.count("Building DAG of jobs") == 1 and f"{len(variants)} variants in one DAG" in out
+    counts = _job_counts(out)
+    modules = [module_name(v) for v in variants]
+    for rule in own:  # planned in every variant's module
+        assert all(counts.get(f"{m}__{rule}", 0) >= 1 for m in modules), (rule, counts)
+    for rule in shared:  # planned once, by the first variant's module only
+        assert counts.get(f"{modules[0]}__{rule}", 0) >= 1, (rule, counts)
+        assert not any(f"{m}__{rule}" in counts for m in modules[1:]), (rule, counts)
+    assert counts["ablation_table"] == 1  # one report for the family
+    if family == "tau2":  # every augmentation job exactly once: as many SAN jobs as corpus shards
+        assert counts[f"{modules[0]}__san"] == counts[f"{modules[0]}__negate"]
+
+
+def test_family_snakefile_loads_each_variant_as_a_module(tmp_path):
+    for f in ("config.yaml", "experiments/tiny.yaml"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text((REPO / f).read_text())
+    chosen = load_family("tau2", "tiny", REPO)[:2]
+    path = family_snakefile("tau2", ["config.yaml", "experiments/tiny.yaml"], chosen, "tiny", tmp_path)
+    text = path.read_text()
+    assert path == tmp_path / "results/ablations/tau2/tiny.smk"
+    for v in chosen:
+        m = module_name(v.name)
+        assert f"module {m}:" in text and f"use rule * from {m} as {m}__*" in text
+        assert yaml.safe_load((tmp_path / f"results/ablations/tau2/overlays/{v.name}.yaml").read_text()) == v.overlay
+    assert module_name("tau0.05") == "v_tau0_05"
+    compile(text.split("\nmodule ")[0], str(path), "exec")  # the Python head is valid Python
+    clash = [load_family("tau2", "tiny", REPO)[0]] * 2
+    with pytest.raises(ConfigError, match=r"the same module name\(s\) \['v_tau0_05'\]"):
+        family_snakefile("tau2", ["config.yaml"], clash, "tiny", tmp_path)
 
 
 def test_compare_puts_variants_side_by_side(tmp_path):

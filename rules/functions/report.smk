@@ -11,11 +11,12 @@ def _runs():
 
 def _report_inputs(wildcards):
     exp = config["experiment"]
-    ins = {"sts": [], "cont_oppn": [], "metrics": [], "summaries": [], "augment": [], "after": []}
+    ins = {"sts": [], "cont_oppn": [], "predictions": [], "metrics": [], "summaries": [], "augment": [], "after": []}
     for method, seed in _runs():
         run = EVAL_DIR.format(experiment=exp, method=method, seed=seed)
         ins["sts"].append(f"{run}/sts.json")
         ins["cont_oppn"].append(f"{run}/cont_oppn.json")
+        ins["predictions"].append(f"{run}/predictions.parquet")  # the one-seed paired bootstrap
         if method != "baseline":
             ins["metrics"].append(f"{train_dir(exp, method, seed)}/metrics.jsonl")
             ins["summaries"].append(f"{train_dir(exp, method, seed)}/summary.json")

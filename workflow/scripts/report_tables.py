@@ -10,5 +10,5 @@ run_rule(
     build_report, sm.log[0], Path(sm.output.summary).parent,
     sts=sm.input.sts, cont_oppn=sm.input.cont_oppn, metrics=sm.input.metrics, summaries=sm.input.summaries,
     augment=sm.input.augment, bench_dir=sm.params.bench_dir, experiment=sm.params.experiment,
-    examples=sm.params.examples,
+    examples=sm.params.examples, predictions=sm.input.predictions, bootstrap=dict(sm.params.bootstrap),
 )  # fmt: skip

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import html
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
+from hardneg.config import with_defaults
 from hardneg.report import collect, render
 from hardneg.report.san_examples import san_examples
 from hardneg.shards import write_json_atomic
@@ -48,12 +50,17 @@ def build_report(
     bench_dir: str | Path | None = None,
     experiment: str = "",
     examples: int = 5,
+    predictions: Sequence[str | Path] = (),
+    bootstrap: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
     """Write every file of ``OUTPUTS`` into ``out_dir``; return name -> path.
 
     ``summaries``: the runs' training ``summary.json`` files for the method table (default: beside
-    each ``metrics.jsonl``). ``summary.json`` holds only result-derived numbers (STS mean/std, augmentation counts), so it
-    is byte-identical for identical results; benchmark timings live in the HTML/PNG only.
+    each ``metrics.jsonl``). ``predictions``: the runs' ``predictions.parquet`` (the one-seed
+    paired bootstrap); ``bootstrap``: ``report.bootstrap`` (missing keys: the schema's defaults).
+    ``summary.json`` holds only result-derived numbers (STS mean/std, augmentation counts, paper
+    figures, differences with their seeded intervals), so it is byte-identical for identical
+    results; benchmark timings live in the HTML/PNG only.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -68,6 +75,10 @@ def build_report(
         summaries = [p for p in (Path(m).with_name("summary.json") for m in metrics) if p.exists()]
     methods = method_table(summaries)
     links = paper_links({*table["method"].to_list(), *methods["method"].to_list()})
+    from hardneg.report.comparison import comparison_parts
+
+    compare_html, compare_summary = comparison_parts(
+        sts_rows, summaries, predictions, with_defaults("report.bootstrap", bootstrap), links)
     render.plot_sts(sts_rows, paths["sts.png"])
     render.write_page(paths["sts.html"], f"STS test, experiment {experiment}", [
         render.beside(
@@ -77,6 +88,7 @@ def build_report(
         render.table_html(_headers(per_seed), "Per seed", "sts-per-seed", links),
         render.table_html(methods, "Methods (linked to their papers): paper source and settings that "
                           "differ from the paper's preset (docs/deviations.md)", "methods", links),
+        *compare_html,
     ])
 
     co = collect.cont_oppn_long(cont_oppn)
@@ -121,6 +133,7 @@ def build_report(
         "experiment": experiment,
         "sts": [{k: v for k, v in r.items()} for r in table.iter_rows(named=True)],
         "augmentation": [r for r in stats.iter_rows(named=True)],
+        **compare_summary,
         "runs": sorted({f"{m}/seed{s}" for m, s in sts_rows.select("method", "seed").iter_rows()}),
     }
     write_json_atomic(summary, paths["summary.json"])
