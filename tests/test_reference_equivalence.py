@@ -30,6 +30,7 @@ from hardneg.train.teachers import Teachers, TeacherSpec
 
 OVERLAY = Path(__file__).resolve().parents[1] / "experiments" / "reference" / "san-table3.yaml"
 HNCSE_OVERLAY = OVERLAY.with_name("hncse.yaml")
+SNCSE_OVERLAY = OVERLAY.with_name("sncse.yaml")
 EPS64 = torch.finfo(torch.float64).eps
 SHAPES = [(8, 16), (32, 64), (64, 128)]  # (batch n, dimension d); 64 x 128 is a realistic batch
 SEEDS = [0, 1, 2]
@@ -342,7 +343,8 @@ def test_hncse_objective_equals_reference_code(method: str, seed: int, n: int, d
 
 def test_overlay_sets_every_reference_code_setting() -> None:
     presets = {**yaml.safe_load(OVERLAY.read_text())["train"]["presets"],
-               **yaml.safe_load(HNCSE_OVERLAY.read_text())["train"]["presets"]}
+               **yaml.safe_load(HNCSE_OVERLAY.read_text())["train"]["presets"],
+               **yaml.safe_load(SNCSE_OVERLAY.read_text())["train"]["presets"]}
     assert presets == REFERENCE_CODE
     for method, extra in presets.items():
         s = build_settings(method, "bert-base-uncased", 0, method_overrides=extra)

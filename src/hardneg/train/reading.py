@@ -38,6 +38,10 @@ REFERENCE_CODE: dict[str, dict[str, Any]] = {
     # prompt-wrapped input_ids (its float16 cast of teacher embeddings is commented out);
     # run_scripts/20101.*: --fp16
     "rlrd_san": {"listmle_eps": 1e-7, "teacher_inputs": "student", "precision": "fp16"},
+    # Sense-GVT/SNCSE SNCSE/train_SNCSE.py l. 514 looks the negation up with the period-appended
+    # sentence: those rows train on "Not " + sentence + " ." (HiCL re-trains SNCSE with that code)
+    "sncse": {"negation_period_fallback": True},
+    "hicl_sncse": {"negation_period_fallback": True},
 }
 
 
