@@ -1,4 +1,4 @@
-# Evaluation (issue 3): STS (SentEval "all" conventions) and the Cont./Oppn. splits (OssCSE §3.3).
+# Evaluation: STS (SentEval "all" conventions) and the Cont./Oppn. splits (OssCSE §3.3).
 # The splits are a model-independent artifact keyed by their parameters; `evaluate` runs once per
 # experiment/method/seed on the exported model (method `baseline`: the untrained start encoder).
 

@@ -1,4 +1,4 @@
-# Transformation probe (issue 3 item 5, OssCSE §3.1): similarity of paraphrase / negation / insertion /
+# Transformation probe (OssCSE §3.1): similarity of paraphrase / negation / insertion /
 # deletion / substitution / random to the original, for the same model the `evaluate` rule evaluates
 # (method `baseline`: the untrained start encoder), on a fixed seeded probe set from the corpus shards.
 

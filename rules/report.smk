@@ -1,4 +1,4 @@
-# Report (issue 7): tables and figures from the run's results, annotated for `snakemake --report`.
+# Report: tables and figures from the run's results, annotated for `snakemake --report`.
 #   snakemake --configfile config.yaml experiments/quick.yaml --report report.html
 
 

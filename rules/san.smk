@@ -1,4 +1,4 @@
-# SAN (issue 4): POS lexicon -> (optional MLM bootstrap) -> mask-predict negatives, one job per shard.
+# SAN: POS lexicon -> (optional MLM bootstrap) -> mask-predict negatives, one job per shard.
 # Outputs are keyed by the parameters that change them (threads, GPUs stay out; batch size, chunking too in fp32).
 
 

@@ -1,4 +1,4 @@
-# Training (issue 6): one job per method x seed from the corpus + augmentation shards it needs;
+# Training: one job per method x seed from the corpus + augmentation shards it needs;
 # the best STS-B dev checkpoint is exported as a sentence-transformers folder, then `evaluate`.
 
 
