@@ -43,7 +43,7 @@ class ApertiumTranslator:
     """Translate lines with ``apertium MODE``; ``translate`` never raises for a bad line."""
 
     batch_lines: int = 500
-    timeout_s: float = 120.0
+    timeout_s: float = 300.0  # backtranslation.apertium.timeout_s (schema default)
     retries: int = 1
     mark_unknown: bool = False
     binary: str = "apertium"
