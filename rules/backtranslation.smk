@@ -9,11 +9,13 @@ include: "functions/backtranslation.smk"
 rule backtranslate:
     """English -> pivot -> English for every configured pivot; every candidate kept."""
     input:
-        f"{CORPUS_DIR}/shard-{{shard}}.parquet",
+        corpus_shard("{shard}"),
     output:
         bt_candidates_shard("{shard}"),
     params:
-        cfg=_BT_CFG,
+        cfg=_BT_KEYED,
+        # the backend's scheduling settings (Apertium: lines per call, timeout, retries): derived
+        scheduling=derived({k: _BT_CFG[_BT_CFG["backend"]][k] for k in _BT_SCHEDULING if k in _BT_CFG[_BT_CFG["backend"]]}),
         code=code_version(
             "hardneg.augment.backtranslation.translate", "hardneg.augment.backtranslation.apertium",
             "hardneg.augment.backtranslation.seq2seq", "hardneg.augment.backtranslation.run", "hardneg.models",

@@ -51,7 +51,7 @@ rule prepare_corpus:
         corpus=f"data/downloads/{config['data']['corpus_file']}",
         senteval=SENTEVAL_DIR,
     output:
-        shards=expand(f"{CORPUS_DIR}/shard-{{shard}}.parquet", shard=SHARDS),
+        shards=corpus_shards(),
         rejects=f"{CORPUS_DIR}/rejects.parquet",
         manifest=f"{CORPUS_DIR}/manifest.json",
     params:

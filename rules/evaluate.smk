@@ -42,7 +42,8 @@ rule evaluate:
     params:
         model=lambda wc, input: _eval_model_params(wc, input),
         cfg={k: v for k, v in _EVAL_CFG.items() if k not in ("splits", "probe", "batch_size", "device")},
-        batch_size=_EVAL_CFG["batch_size"],
+        # derived on the CPU (changes no stored byte), watched on CUDA (rules/functions/paths.smk)
+        batch_size=keyed_unless(_EVAL_CFG["batch_size"], unkeyed=not _ENCODE_BATCH_KEYED),
         device=_EVAL_CFG["device"],
         code=code_version("hardneg.evaluate", "hardneg.encoders", "hardneg.models", "hardneg.data.senteval"),
     threads: 2

@@ -5,12 +5,14 @@
 rule negate:
     """Negate every sentence of a corpus shard at its dependency ROOT (SNCSE rules)."""
     input:
-        f"{CORPUS_DIR}/shard-{{shard}}.parquet",
+        corpus_shard("{shard}"),
     output:
         shard=negation_shard("{shard}"),
         summary=negation_shard("{shard}").replace(".parquet", ".json"),
     params:
-        cfg=_NEG_CFG,
+        cfg=_NEG_KEYED,
+        # scheduling: derived, a change re-runs nothing (n_process reaches the script as threads)
+        batch_size=derived(_NEG_CFG["batch_size"]),
         code=code_version("hardneg.augment.negation"),
     threads: _NEG_CFG["n_process"]
     resources:

@@ -8,7 +8,7 @@ include: "functions/san.smk"
 rule lexicon:
     """One POS tag, Table 2 score and masking probability per vocabulary id of the MLM's tokenizer."""
     input:
-        corpus=expand(f"{CORPUS_DIR}/shard-{{shard}}.parquet", shard=SHARDS) if _LEX_CFG["mode"] == "corpus" else [],
+        corpus=corpus_shards() if _LEX_CFG["mode"] == "corpus" else [],
         reference=[_LEX_CFG["reference"]] if _LEX_CFG["reference"] else [],
         tags_file=[_LEX_CFG["file"]] if _LEX_CFG["mode"] == "file" else [],
     output:
@@ -35,7 +35,7 @@ rule lexicon:
 rule bootstrap_mlm:
     """Fit a masked-LM head (+ top layers) on the pretrained encoder over the corpus shards."""
     input:
-        corpus=expand(f"{CORPUS_DIR}/shard-{{shard}}.parquet", shard=SHARDS),
+        corpus=corpus_shards(),
     output:
         model=directory(BOOTSTRAP_MLM_DIR),
     params:
@@ -59,7 +59,7 @@ rule bootstrap_mlm:
 rule san:
     """K mask-predict iterations per sentence of one corpus shard (SAN §3.1)."""
     input:
-        shard=f"{CORPUS_DIR}/shard-{{shard}}.parquet",
+        shard=corpus_shard("{shard}"),
         lexicon=LEXICON,
         mlm=[BOOTSTRAP_MLM_DIR] if _USE_BOOTSTRAP else [],
         negation=lambda wc: [negation_shard(wc.shard)] if _SAN_NEGATION else [],

@@ -36,7 +36,7 @@ def _teacher_model(method, seed, experiment, i, t):
 def _train_inputs(wc):
     s = train_settings(wc.method, wc.seed, wc.experiment)
     inputs = {
-        "corpus": expand(f"{CORPUS_DIR}/shard-{{shard}}.parquet", shard=SHARDS),
+        "corpus": corpus_shards(),
         "senteval": SENTEVAL_DIR,
     }
     # a teacher trained in this workflow is an input: the DAG trains it first (SAN Eq. 6 teachers)

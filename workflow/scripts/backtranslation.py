@@ -9,4 +9,6 @@ from hardneg.augment.backtranslation.run import run_backtranslate
 from hardneg.runlog import run_rule
 
 sm = snakemake  # noqa: F821 (snakemake injects this object)
-run_rule(run_backtranslate, sm.log[0], sm.input[0], sm.output[0], dict(sm.params.cfg), threads=sm.threads)
+cfg = dict(sm.params.cfg)
+cfg[cfg["backend"]] = dict(cfg[cfg["backend"]]) | dict(sm.params.scheduling)  # derived params (no re-run)
+run_rule(run_backtranslate, sm.log[0], sm.input[0], sm.output[0], cfg, threads=sm.threads)

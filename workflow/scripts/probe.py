@@ -8,10 +8,13 @@ from hardneg.runlog import run_rule
 sm = snakemake  # noqa: F821 (snakemake injects this object)
 torch.set_num_threads(max(1, sm.threads))
 p = sm.params
+neg = dict(p.negation) | p.scheduling["negation"]  # scheduling settings arrive as derived params
+bt = dict(p.backtranslation)
+bt[bt["backend"]] = dict(bt[bt["backend"]]) | p.scheduling["backtranslation"]
 run_rule(
     probe_model, sm.log[0], p.model, list(sm.input.corpus), sm.output.summary, p.cfg,
     pairs_out=sm.output.pairs,
     paraphrase_shards=list(getattr(sm.input, "paraphrases", [])),  # probe.paraphrases=shards
-    backtranslation=p.backtranslation, paraphrase=p.paraphrase, negation=p.negation, mlm=p.mlm,
+    backtranslation=bt, paraphrase=p.paraphrase, negation=neg, mlm=p.mlm,
     max_length=p.max_length, device=p.device, batch_size=p.batch_size,
 )  # fmt: skip
