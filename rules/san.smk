@@ -74,7 +74,8 @@ rule san:
         batch_size=san_batch_size,
         chunk_rows=san_chunk_rows,
         finish_workers=san_finish_workers,
-        mlm=_MLM,
+        # the bootstrap MLM folder when it is an input (derived from `input`), else a hub name / path
+        mlm=lambda wildcards, input: input.mlm[0] if input.mlm else _MLM,
         seed=config["seed"],
         code=code_version(
             "hardneg.augment.san.mask_predict", "hardneg.augment.san.rng", "hardneg.augment.quality",

@@ -169,3 +169,13 @@ def test_encoder_batch_size_stays_watched_on_cuda(scheduling_keys):
     changed = scheduling_keys[("encoder batch size on CUDA", "changed")]
     differ = {job.split()[0] for job in base if base[job] != changed[job]}
     assert differ == {"evaluate", "probe"}
+
+
+@pytest.mark.integration
+def test_every_overlay_lints():
+    """`snakemake --lint` is clean for config.yaml and every overlay as they are combined
+    (tools/lint_workflow.py: one lint per combination, about 10 s CPU each)."""
+    run = subprocess.run([sys.executable, str(ROOT / "tools/lint_workflow.py")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=1200, check=False)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert run.stdout.count("ok   snakemake --lint") >= 13, run.stdout
