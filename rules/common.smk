@@ -84,4 +84,3 @@ def file_sha256(path):
     if not p.is_file():
         raise WorkflowError(f"config names {path}, which does not exist")
     return hashlib.sha256(p.read_bytes()).hexdigest()
-

@@ -9,20 +9,20 @@ rule negate:
     output:
         shard=negation_shard("{shard}"),
         summary=negation_shard("{shard}").replace(".parquet", ".json"),
+    log:
+        f"{LOGS}/negate/{corpus_tag()}/{_NEG_KEY}/shard-{{shard}}.log",
+    benchmark:
+        f"{BENCH}/negate/{corpus_tag()}/{_NEG_KEY}/shard-{{shard}}.tsv"
+    conda:
+        CONDA_ENV
+    threads: _NEG_CFG["n_process"]
+    resources:
+        mem_mb=2000 * _NEG_CFG["n_process"],
+        runtime=60,
     params:
         cfg=_NEG_KEYED,
         # scheduling: derived, a change re-runs nothing (n_process reaches the script as threads)
         batch_size=derived(_NEG_CFG["batch_size"]),
         code=code_version("hardneg.augment.negation"),
-    threads: _NEG_CFG["n_process"]
-    resources:
-        mem_mb=2000 * _NEG_CFG["n_process"],
-        runtime=60,
-    conda:
-        CONDA_ENV
-    log:
-        f"{LOGS}/negate/{corpus_tag()}/{_NEG_KEY}/shard-{{shard}}.log",
-    benchmark:
-        f"{BENCH}/negate/{corpus_tag()}/{_NEG_KEY}/shard-{{shard}}.tsv"
     script:
         "../workflow/scripts/negation.py"

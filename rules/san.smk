@@ -14,20 +14,22 @@ rule lexicon:
     output:
         lexicon=LEXICON,
         manifest=f"{LEXICON}.manifest.json",
-    params:
-        cfg=_LEX_CFG,
-        tokenizer=_LEX_TOKENIZER,
-        code=code_version("hardneg.augment.san.lexicon", "hardneg.augment.san.run", "hardneg.models"),
-    threads: 1
-    resources:
-        mem_mb=3000,
-        runtime=30,
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/lexicon/{_LEX_KEY}.log",
     benchmark:
         f"{BENCH}/lexicon/{_LEX_KEY}.tsv"
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=30,
+    params:
+        cfg=_LEX_CFG,
+        tokenizer=_LEX_TOKENIZER,
+        code=code_version(
+            "hardneg.augment.san.lexicon", "hardneg.augment.san.run", "hardneg.models"
+        ),
     script:
         "../workflow/scripts/lexicon.py"
 
@@ -38,20 +40,22 @@ rule bootstrap_mlm:
         corpus=corpus_shards(),
     output:
         model=directory(BOOTSTRAP_MLM_DIR),
-    params:
-        cfg={k: v for k, v in _BOOT_CFG.items() if k != "threads"},
-        seed=config["seed"],
-        code=code_version("hardneg.augment.san.bootstrap_mlm", "hardneg.augment.san.run", "hardneg.models"),
-    threads: _BOOT_CFG["threads"]
-    resources:
-        mem_mb=6000,
-        runtime=120,
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/bootstrap_mlm/{corpus_tag()}/{_BOOT_KEY}.log",
     benchmark:
         f"{BENCH}/bootstrap_mlm/{corpus_tag()}/{_BOOT_KEY}.tsv"
+    conda:
+        CONDA_ENV
+    threads: _BOOT_CFG["threads"]
+    resources:
+        mem_mb=6000,
+        runtime=120,
+    params:
+        cfg={k: v for k, v in _BOOT_CFG.items() if k != "threads"},
+        seed=config["seed"],
+        code=code_version(
+            "hardneg.augment.san.bootstrap_mlm", "hardneg.augment.san.run", "hardneg.models"
+        ),
     script:
         "../workflow/scripts/bootstrap_mlm.py"
 
@@ -66,6 +70,17 @@ rule san:
     output:
         shard=san_shard("{shard}"),
         stats=san_shard("{shard}").replace(".parquet", ".json"),
+    log:
+        f"{LOGS}/san/{corpus_tag()}/{_SAN_KEY}/shard-{{shard}}.log",
+    benchmark:
+        f"{BENCH}/san/{corpus_tag()}/{_SAN_KEY}/shard-{{shard}}.tsv"
+    conda:
+        CONDA_ENV
+    threads: _SAN_CFG["threads"]
+    resources:
+        gpu=_SAN_CFG["gpus"],
+        mem_mb=8000,
+        runtime=240,
     params:
         # the settings that change the output (hardneg.augment.san.key); threads and gpus never do
         cfg=_SAN_KEYED,
@@ -78,20 +93,13 @@ rule san:
         mlm=lambda wildcards, input: input.mlm[0] if input.mlm else _MLM,
         seed=config["seed"],
         code=code_version(
-            "hardneg.augment.san.mask_predict", "hardneg.augment.san.rng", "hardneg.augment.quality",
-            "hardneg.augment.san.lexicon", "hardneg.augment.san.run", "hardneg.models",
+            "hardneg.augment.san.mask_predict",
+            "hardneg.augment.san.rng",
+            "hardneg.augment.quality",
+            "hardneg.augment.san.lexicon",
+            "hardneg.augment.san.run",
+            "hardneg.models",
         ),
-    threads: _SAN_CFG["threads"]
-    resources:
-        gpu=_SAN_CFG["gpus"],
-        mem_mb=8000,
-        runtime=240,
-    conda:
-        CONDA_ENV
-    log:
-        f"{LOGS}/san/{corpus_tag()}/{_SAN_KEY}/shard-{{shard}}.log",
-    benchmark:
-        f"{BENCH}/san/{corpus_tag()}/{_SAN_KEY}/shard-{{shard}}.tsv"
     script:
         "../workflow/scripts/san.py"
 

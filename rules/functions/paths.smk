@@ -52,7 +52,14 @@ LEXICON = f"results/lexicon/{_LEX_KEY}/lexicon.parquet"
 _MLM = BOOTSTRAP_MLM_DIR if _USE_BOOTSTRAP else _SAN_CFG["mlm"]
 _SAN_KEY = "k{}-{}".format(
     _SAN_CFG["iterations"],
-    short_hash(_SAN_KEYED | {"mlm": _BOOT_KEY if _USE_BOOTSTRAP else _MLM, "lexicon": _LEX_KEY, "seed": config["seed"]}),
+    short_hash(
+        _SAN_KEYED
+        | {
+            "mlm": _BOOT_KEY if _USE_BOOTSTRAP else _MLM,
+            "lexicon": _LEX_KEY,
+            "seed": config["seed"],
+        }
+    ),
 )
 
 
@@ -82,10 +89,14 @@ _PARA_CFG = config["paraphrase"]
 # transformers backend's batch size and device are out of the path key too but stay a watched
 # param (rules/backtranslation.smk): padded beam search rounds by batch shape and device.
 _BT_UNKEYED = ("batch_size", "batch_lines", "timeout_s", "retries", "device")
-_BT_SCHEDULING = {"apertium": ("batch_lines", "timeout_s", "retries"), "transformers": ()}[_BT_CFG["backend"]]
+_BT_SCHEDULING = {"apertium": ("batch_lines", "timeout_s", "retries"), "transformers": ()}[
+    _BT_CFG["backend"]
+]
 # what a backtranslate job's output depends on: the configured backend's section, without scheduling
 _BT_KEYED = {k: v for k, v in _BT_CFG.items() if k not in ("transformers", "apertium")} | {
-    _BT_CFG["backend"]: {k: v for k, v in _BT_CFG[_BT_CFG["backend"]].items() if k not in _BT_SCHEDULING}
+    _BT_CFG["backend"]: {
+        k: v for k, v in _BT_CFG[_BT_CFG["backend"]].items() if k not in _BT_SCHEDULING
+    }
 }
 _BT_KEY = "{}-{}-{}".format(
     _BT_CFG["backend"],
@@ -95,11 +106,7 @@ _BT_KEY = "{}-{}-{}".format(
             "backend": _BT_CFG["backend"],
             "pivots": _BT_CFG["pivots"],
             "max_chars": _BT_CFG["max_chars"],
-            "opts": {
-                k: v
-                for k, v in _BT_CFG[_BT_CFG["backend"]].items()
-                if k not in _BT_UNKEYED
-            },
+            "opts": {k: v for k, v in _BT_CFG[_BT_CFG["backend"]].items() if k not in _BT_UNKEYED},
         }
     ),
 )
@@ -156,4 +163,3 @@ def train_runs():
 
 # --- report (rules/report.smk)
 REPORT_DIR = f"results/report/{config['experiment']}"
-

@@ -1,6 +1,7 @@
 # Helpers for rules/report.smk (kept apart: Snakemake's lint wants functions out of files with
 # rules). Paths and settings: rules/functions/paths.smk.
 
+
 report: "../../workflow/report/workflow.rst"
 
 
