@@ -10,5 +10,7 @@ from hardneg.runlog import run_rule
 
 sm = snakemake  # noqa: F821 (snakemake injects this object)
 cfg = dict(sm.params.cfg)
-cfg[cfg["backend"]] = dict(cfg[cfg["backend"]]) | dict(sm.params.scheduling)  # derived params (no re-run)
+backend = cfg.get("backend")
+if backend:  # the backend's scheduling settings arrive as a derived param (a change re-runs nothing)
+    cfg[backend] = {**cfg.get(backend, {}), **dict(sm.params.scheduling)}
 run_rule(run_backtranslate, sm.log[0], sm.input[0], sm.output[0], cfg, threads=sm.threads)

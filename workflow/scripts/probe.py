@@ -8,9 +8,11 @@ from hardneg.runlog import run_rule
 sm = snakemake  # noqa: F821 (snakemake injects this object)
 torch.set_num_threads(max(1, sm.threads))
 p = sm.params
-neg = dict(p.negation) | p.scheduling["negation"]  # scheduling settings arrive as derived params
+sched = dict(p.scheduling)  # scheduling settings arrive as a derived param (a change re-runs nothing)
+neg = {**dict(p.negation), **sched.get("negation", {})}
 bt = dict(p.backtranslation)
-bt[bt["backend"]] = dict(bt[bt["backend"]]) | p.scheduling["backtranslation"]
+if bt.get("backend"):
+    bt[bt["backend"]] = {**bt.get(bt["backend"], {}), **sched.get("backtranslation", {})}
 run_rule(
     probe_model, sm.log[0], p.model, list(sm.input.corpus), sm.output.summary, p.cfg,
     pairs_out=sm.output.pairs,
