@@ -25,8 +25,9 @@ test-fast: install
 	$(VENV)/bin/pytest -q -m "not integration and not slurm"
 
 lint: install
-	$(SNAKEMAKE) --lint
-	$(VENV)/bin/ruff check src tests bench workflow
+	$(PY) tools/lint_workflow.py
+	$(VENV)/bin/snakefmt --check Snakefile rules
+	$(VENV)/bin/ruff check src tests bench workflow tools
 
 dryrun: install
 	$(SNAKEMAKE) -n --quiet rules

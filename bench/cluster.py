@@ -1,4 +1,4 @@
-"""Benchmark: sharing across experiments (issue 7), side by side with the naive way in one run.
+"""Benchmark: sharing across experiments, side by side with the naive way in one run.
 
 - Ablation families: the augmentation jobs (corpus, lexicon, MLM bootstrap, SAN, negation,
   back-translation, paraphrase selection) that Snakemake plans for all variants of a family when

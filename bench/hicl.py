@@ -1,4 +1,4 @@
-"""Benchmark: HiCL segment encoding vs whole-sequence encoding, same model, one run (issue 12).
+"""Benchmark: HiCL segment encoding vs whole-sequence encoding, same model, one run.
 
 HiCL §3.3: encoding l segments of L tokens costs O(L^2 * l) attention instead of O((L*l)^2).
 For sequences of 32, 128 and 512 tokens ([CLS] + sentence + [SEP]) we time one training step's

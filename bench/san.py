@@ -120,7 +120,7 @@ def _flops_per_iteration(seqs, masked_counts: int, layers=12, hidden=768, vocab=
 
 
 def _main_predictor_class():
-    """The MaskPredictor of the checkout the bench runs in (main's code, before issue 15), when
+    """The MaskPredictor of the checkout the bench runs in (main's code, before the overlapped path), when
     the bench runs from a copy beside it (../src); else None."""
     import importlib.util
 
@@ -156,7 +156,7 @@ def gpu_main(args) -> None:
     probs = np.load(args.mask_prob)
     base = [t.strip() for t in Path(args.corpus).read_text(encoding="utf-8").splitlines() if t.strip()]
     base = base[: args.smoke] if args.smoke else base
-    texts = base * args.copies  # the issue's set: the excerpt tripled (new ids, new masks)
+    texts = base * args.copies  # the benchmark set: the excerpt tripled (new ids, new masks)
     enc = [np.asarray(s[:127] + s[-1:] if len(s) > 128 else s) for s in tok(texts)["input_ids"]]
     sids = np.arange(len(enc))
     k = args.iterations

@@ -1,4 +1,4 @@
-"""SAN determinism on a GPU: how many rows change with the batch size (issue 15).
+"""SAN determinism on a GPU: how many rows change with the batch size.
 
     python bench/san_determinism.py --tokenizer DIR --mask-prob FILE.npy --corpus wiki1m_for_simcse.txt
 

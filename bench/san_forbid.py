@@ -1,4 +1,4 @@
-"""Effect of ``san.forbid_original`` (issue 11): SAN §3.1 and its reference take the plain argmax,
+"""Effect of ``san.forbid_original``: SAN §3.1 and its reference take the plain argmax,
 which may give back the masked token itself; ``forbid_original: true`` forbids that.
 
 Per mask-predict iteration, for both settings on the same sentences, masks and model:

@@ -1,4 +1,4 @@
-"""Benchmark: SynCSE's negative index -- refresh and query cost, torch matmul vs faiss (issue 12).
+"""Benchmark: SynCSE's negative index -- refresh and query cost, torch matmul vs faiss.
 
 * Refresh = re-encoding the pool with the current encoder (no grad, dropout off, batches of 256,
   max_length 32): timed on ``--refresh-pool`` wiki1m sentences with the packaged MiniLM and

@@ -9,26 +9,37 @@ include: "functions/backtranslation.smk"
 rule backtranslate:
     """English -> pivot -> English for every configured pivot; every candidate kept."""
     input:
-        f"{CORPUS_DIR}/shard-{{shard}}.parquet",
+        corpus_shard("{shard}"),
     output:
         bt_candidates_shard("{shard}"),
-    params:
-        cfg=_BT_CFG,
-        code=code_version(
-            "hardneg.augment.backtranslation.translate", "hardneg.augment.backtranslation.apertium",
-            "hardneg.augment.backtranslation.seq2seq", "hardneg.augment.backtranslation.run", "hardneg.models",
-        ),
+    log:
+        f"{LOGS}/backtranslate/{corpus_tag()}/{_BT_KEY}/shard-{{shard}}.log",
+    benchmark:
+        f"{BENCH}/backtranslate/{corpus_tag()}/{_BT_KEY}/shard-{{shard}}.tsv"
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         gpu=1 if _BT_CFG["backend"] == "transformers" else 0,
         mem_mb=16000 if _BT_CFG["backend"] == "transformers" else 2000,
         runtime=720 if _BT_CFG["backend"] == "transformers" else 60,
-    conda:
-        CONDA_ENV
-    log:
-        f"{LOGS}/backtranslate/{corpus_tag()}/{_BT_KEY}/shard-{{shard}}.log",
-    benchmark:
-        f"{BENCH}/backtranslate/{corpus_tag()}/{_BT_KEY}/shard-{{shard}}.tsv"
+    params:
+        cfg=_BT_KEYED,
+        # the backend's scheduling settings (Apertium: lines per call, timeout, retries): derived
+        scheduling=derived(
+            {
+                k: _BT_CFG[_BT_CFG["backend"]][k]
+                for k in _BT_SCHEDULING
+                if k in _BT_CFG[_BT_CFG["backend"]]
+            }
+        ),
+        code=code_version(
+            "hardneg.augment.backtranslation.translate",
+            "hardneg.augment.backtranslation.apertium",
+            "hardneg.augment.backtranslation.seq2seq",
+            "hardneg.augment.backtranslation.run",
+            "hardneg.models",
+        ),
     script:
         "../workflow/scripts/backtranslation.py"
 
@@ -40,13 +51,17 @@ rule select_paraphrase:
     output:
         shard=paraphrase_shard("{shard}"),
         summary=paraphrase_shard("{shard}").replace(".parquet", ".json"),
-    params:
-        cfg=_PARA_CFG,
-        code=code_version("hardneg.augment.backtranslation.paraphrase", "hardneg.augment.backtranslation.run", "hardneg.text"),
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/select_paraphrase/{corpus_tag()}/{_PARA_KEY}/shard-{{shard}}.log",
+    conda:
+        CONDA_ENV
+    params:
+        cfg=_PARA_CFG,
+        code=code_version(
+            "hardneg.augment.backtranslation.paraphrase",
+            "hardneg.augment.backtranslation.run",
+            "hardneg.text",
+        ),
     script:
         "../workflow/scripts/backtranslation_select.py"
 

@@ -63,6 +63,18 @@ def code_version(*modules):
     return h.hexdigest()[:16]
 
 
+def derived(value):
+    """``value`` as a param derived from the output (a function of ``output``): Snakemake leaves
+    derived params out of its params re-run trigger. For settings that change no byte of the
+    output (scheduling: batch sizes, processes, timeouts)."""
+    return lambda wildcards, output: value
+
+
+def keyed_unless(value, unkeyed):
+    """``value`` as a watched param (a change re-runs the job), or derived when ``unkeyed``."""
+    return derived(value) if unkeyed else value
+
+
 def short_hash(obj):
     """A stable 8-character key for a parameter set (used in parameter-keyed output paths)."""
     import json
@@ -76,4 +88,3 @@ def file_sha256(path):
     if not p.is_file():
         raise WorkflowError(f"config names {path}, which does not exist")
     return hashlib.sha256(p.read_bytes()).hexdigest()
-

@@ -11,8 +11,12 @@ rule download:
     output:
         file="data/downloads/{filename}",
         manifest="data/downloads/{filename}.manifest.json",
+    log:
+        f"{LOGS}/download/{{filename}}.log",
     wildcard_constraints:
         filename=r"[^/]+(?<!\.manifest\.json)",
+    conda:
+        CONDA_ENV
     params:
         url=lambda wc: config["data"]["base_url"] + wc.filename,
         mirror=config["mirror"],
@@ -21,10 +25,6 @@ rule download:
         backoff_s=config["data"]["backoff_s"],
         timeout_s=config["data"]["timeout_s"],
         code=code_version("hardneg.data.download", "hardneg.data.run"),
-    conda:
-        CONDA_ENV
-    log:
-        f"{LOGS}/download/{{filename}}.log",
     script:
         "../workflow/scripts/download.py"
 
@@ -35,12 +35,12 @@ rule extract_senteval:
         f"data/downloads/{config['data']['senteval_file']}",
     output:
         directory(SENTEVAL_DIR),
-    params:
-        code=code_version("hardneg.data.archive"),
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/extract_senteval.log",
+    conda:
+        CONDA_ENV
+    params:
+        code=code_version("hardneg.data.archive"),
     script:
         "../workflow/scripts/extract_senteval.py"
 
@@ -51,18 +51,20 @@ rule prepare_corpus:
         corpus=f"data/downloads/{config['data']['corpus_file']}",
         senteval=SENTEVAL_DIR,
     output:
-        shards=expand(f"{CORPUS_DIR}/shard-{{shard}}.parquet", shard=SHARDS),
+        shards=corpus_shards(),
         rejects=f"{CORPUS_DIR}/rejects.parquet",
         manifest=f"{CORPUS_DIR}/manifest.json",
-    params:
-        corpus=config["corpus"],
-        code=code_version("hardneg.data.corpus", "hardneg.data.leakage", "hardneg.data.run", "hardneg.shards"),
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/prepare_corpus/{corpus_tag()}.log",
     benchmark:
         f"{BENCH}/prepare_corpus/{corpus_tag()}.tsv"
+    conda:
+        CONDA_ENV
+    params:
+        corpus=config["corpus"],
+        code=code_version(
+            "hardneg.data.corpus", "hardneg.data.leakage", "hardneg.data.run", "hardneg.shards"
+        ),
     script:
         "../workflow/scripts/prepare_corpus.py"
 

@@ -1,4 +1,4 @@
-# Evaluation (issue 3): STS (SentEval "all" conventions) and the Cont./Oppn. splits (OssCSE §3.3).
+# Evaluation: STS (SentEval "all" conventions) and the Cont./Oppn. splits (OssCSE §3.3).
 # The splits are a model-independent artifact keyed by their parameters; `evaluate` runs once per
 # experiment/method/seed on the exported model (method `baseline`: the untrained start encoder).
 
@@ -20,13 +20,18 @@ rule cont_oppn_splits:
     output:
         splits=f"{SPLITS_DIR}/splits.parquet",
         stats=f"{SPLITS_DIR}/stats.json",
-    params:
-        cfg=_SPLITS_CFG,
-        code=code_version("hardneg.evaluate.splits", "hardneg.evaluate.run", "hardneg.data.senteval", "hardneg.text.mer"),
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/cont_oppn_splits/{_SPLITS_KEY}.log",
+    conda:
+        CONDA_ENV
+    params:
+        cfg=_SPLITS_CFG,
+        code=code_version(
+            "hardneg.evaluate.splits",
+            "hardneg.evaluate.run",
+            "hardneg.data.senteval",
+            "hardneg.text.mer",
+        ),
     script:
         "../workflow/scripts/splits.py"
 
@@ -41,23 +46,30 @@ rule evaluate:
         sts=f"{EVAL_DIR}/sts.json",
         predictions=f"{EVAL_DIR}/predictions.parquet",
         cont_oppn=f"{EVAL_DIR}/cont_oppn.json",
-    params:
-        model=lambda wc, input: _eval_model_params(wc, input),
-        cfg={k: v for k, v in _EVAL_CFG.items() if k not in ("splits", "probe", "batch_size", "device")},
-        batch_size=_EVAL_CFG["batch_size"],
-        device=_EVAL_CFG["device"],
-        code=code_version("hardneg.evaluate", "hardneg.encoders", "hardneg.models", "hardneg.data.senteval"),
+    log:
+        f"{LOGS}/evaluate/{{experiment}}/{{method}}/seed{{seed}}.log",
+    benchmark:
+        f"{BENCH}/evaluate/{{experiment}}/{{method}}/seed{{seed}}.tsv"
+    conda:
+        CONDA_ENV
     threads: 2
     resources:
         gpu=1 if str(_EVAL_CFG["device"]).startswith("cuda") else 0,
         mem_mb=6000,
         runtime=60,
-    conda:
-        CONDA_ENV
-    log:
-        f"{LOGS}/evaluate/{{experiment}}/{{method}}/seed{{seed}}.log",
-    benchmark:
-        f"{BENCH}/evaluate/{{experiment}}/{{method}}/seed{{seed}}.tsv"
+    params:
+        model=lambda wc, input: _eval_model_params(wc, input),
+        cfg={
+            k: v
+            for k, v in _EVAL_CFG.items()
+            if k not in ("splits", "probe", "batch_size", "device")
+        },
+        # derived on the CPU (changes no stored byte), watched on CUDA (rules/functions/paths.smk)
+        batch_size=keyed_unless(_EVAL_CFG["batch_size"], unkeyed=not _ENCODE_BATCH_KEYED),
+        device=_EVAL_CFG["device"],
+        code=code_version(
+            "hardneg.evaluate", "hardneg.encoders", "hardneg.models", "hardneg.data.senteval"
+        ),
     script:
         "../workflow/scripts/evaluate.py"
 
@@ -70,11 +82,11 @@ rule evaluate_plots:
     output:
         cont_oppn=f"{EVAL_DIR}/plots/cont_oppn.png",
         hard_pairs=f"{EVAL_DIR}/plots/hard_pairs.png",
-    params:
-        code=code_version("hardneg.evaluate.plots", "hardneg.evaluate.run", "hardneg.plotting"),
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/evaluate_plots/{{experiment}}/{{method}}/seed{{seed}}.log",
+    conda:
+        CONDA_ENV
+    params:
+        code=code_version("hardneg.evaluate.plots", "hardneg.evaluate.run", "hardneg.plotting"),
     script:
         "../workflow/scripts/evaluate_plots.py"

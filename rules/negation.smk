@@ -5,22 +5,24 @@
 rule negate:
     """Negate every sentence of a corpus shard at its dependency ROOT (SNCSE rules)."""
     input:
-        f"{CORPUS_DIR}/shard-{{shard}}.parquet",
+        corpus_shard("{shard}"),
     output:
         shard=negation_shard("{shard}"),
         summary=negation_shard("{shard}").replace(".parquet", ".json"),
-    params:
-        cfg=_NEG_CFG,
-        code=code_version("hardneg.augment.negation"),
-    threads: _NEG_CFG["n_process"]
-    resources:
-        mem_mb=2000 * _NEG_CFG["n_process"],
-        runtime=60,
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/negate/{corpus_tag()}/{_NEG_KEY}/shard-{{shard}}.log",
     benchmark:
         f"{BENCH}/negate/{corpus_tag()}/{_NEG_KEY}/shard-{{shard}}.tsv"
+    conda:
+        CONDA_ENV
+    threads: _NEG_CFG["n_process"]
+    resources:
+        mem_mb=2000 * _NEG_CFG["n_process"],
+        runtime=60,
+    params:
+        cfg=_NEG_KEYED,
+        # scheduling: derived, a change re-runs nothing (n_process reaches the script as threads)
+        batch_size=derived(_NEG_CFG["batch_size"]),
+        code=code_version("hardneg.augment.negation"),
     script:
         "../workflow/scripts/negation.py"

@@ -1,4 +1,4 @@
-# Transformation probe (issue 3 item 5, OssCSE §3.1): similarity of paraphrase / negation / insertion /
+# Transformation probe (OssCSE §3.1): similarity of paraphrase / negation / insertion /
 # deletion / substitution / random to the original, for the same model the `evaluate` rule evaluates
 # (method `baseline`: the untrained start encoder), on a fixed seeded probe set from the corpus shards.
 
@@ -13,27 +13,46 @@ rule probe:
     output:
         summary=f"{EVAL_DIR}/probe.json",
         pairs=f"{EVAL_DIR}/probe.parquet",
-    params:
-        model=lambda wc, input: _eval_model_params(wc, input),
-        cfg={k: v for k, v in _PROBE_CFG.items() if k not in ("batch_size",)},
-        mlm=lambda wc: _probe_mlm(),
-        negation=_NEG_CFG,
-        backtranslation=_BT_CFG,
-        paraphrase=_PARA_CFG,
-        max_length=_EVAL_CFG["max_length"],
-        batch_size=_PROBE_CFG["batch_size"],
-        device=_EVAL_CFG["device"],
-        code=code_version("hardneg.evaluate.probe", "hardneg.evaluate.probe_edits", "hardneg.evaluate.probe_mlm",
-                          "hardneg.evaluate.run", "hardneg.augment.negation.negate", "hardneg.encoders", "hardneg.models"),
-    threads: 2
-    resources:
-        mem_mb=4000,
-        runtime=30,
-    conda:
-        CONDA_ENV
     log:
         f"{LOGS}/probe/{{experiment}}/{{method}}/seed{{seed}}.log",
     benchmark:
         f"{BENCH}/probe/{{experiment}}/{{method}}/seed{{seed}}.tsv"
+    conda:
+        CONDA_ENV
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        model=lambda wc, input: _eval_model_params(wc, input),
+        cfg={k: v for k, v in _PROBE_CFG.items() if k not in ("batch_size",)},
+        mlm=lambda wc: _probe_mlm(),
+        negation=_NEG_KEYED,
+        backtranslation=_BT_KEYED,
+        # scheduling of the negation and back-translation done here: derived, a change re-runs nothing
+        scheduling=derived(
+            {
+                "negation": {k: _NEG_CFG[k] for k in _NEG_SCHEDULING},
+                "backtranslation": {
+                    k: _BT_CFG[_BT_CFG["backend"]][k]
+                    for k in _BT_SCHEDULING
+                    if k in _BT_CFG[_BT_CFG["backend"]]
+                },
+            }
+        ),
+        paraphrase=_PARA_CFG,
+        max_length=_EVAL_CFG["max_length"],
+        # derived on the CPU (changes no stored byte), watched on CUDA (rules/functions/paths.smk)
+        batch_size=keyed_unless(_PROBE_CFG["batch_size"], unkeyed=not _ENCODE_BATCH_KEYED),
+        device=_EVAL_CFG["device"],
+        code=code_version(
+            "hardneg.evaluate.probe",
+            "hardneg.evaluate.probe_edits",
+            "hardneg.evaluate.probe_mlm",
+            "hardneg.evaluate.run",
+            "hardneg.augment.negation.negate",
+            "hardneg.encoders",
+            "hardneg.models",
+        ),
     script:
         "../workflow/scripts/probe.py"

@@ -270,6 +270,24 @@ def test_cli_defaults_are_the_schema_defaults():
     assert set(MAPPED) | set(CONVERTED) <= seen  # no stale entry
 
 
+def test_cli_choices_are_the_schema_enums():
+    """An option restating a schema enum as ``choices`` offers exactly the schema's values."""
+    from hardneg.config import _schema_node
+
+    problems, checked = [], 0
+    for command, action in _options():
+        key = MAPPED.get((command, action.dest))
+        if key is None or action.choices is None:
+            continue
+        enum = _schema_node(key).get("enum")
+        if enum is None:
+            continue
+        checked += 1
+        if sorted(map(str, action.choices)) != sorted(map(str, enum)):
+            problems.append(f"hardneg {command} --{action.dest}: choices {sorted(action.choices)} != {key} {enum}")
+    assert checked and not problems, "\n".join(problems)
+
+
 # How a stage runs, not what it computes: a library call stays serial unless asked (the workflow's
 # default comes from config.yaml, e.g. negation.n_process: 4).
 _EXECUTION = ("n_process", "threads")
@@ -277,7 +295,9 @@ _EXECUTION = ("n_process", "threads")
 
 def test_dataclass_defaults_are_the_schema_defaults():
     """Settings a caller leaves out fall back to the stage's dataclass: the same values."""
+    from hardneg.augment.backtranslation.apertium import ApertiumTranslator
     from hardneg.augment.backtranslation.paraphrase import ParaphraseConfig
+    from hardneg.augment.backtranslation.seq2seq import TransformersTranslator
     from hardneg.augment.negation.negate import NegationConfig
     from hardneg.augment.quality import QualityConfig
     from hardneg.augment.san.bootstrap_mlm import BootstrapConfig
@@ -285,7 +305,9 @@ def test_dataclass_defaults_are_the_schema_defaults():
 
     problems = []
     for cls, section in ((SanConfig, "san"), (QualityConfig, "san.quality"), (NegationConfig, "negation"),
-                         (ParaphraseConfig, "paraphrase"), (BootstrapConfig, "bootstrap_mlm")):
+                         (ParaphraseConfig, "paraphrase"), (BootstrapConfig, "bootstrap_mlm"),
+                         (TransformersTranslator, "backtranslation.transformers"),
+                         (ApertiumTranslator, "backtranslation.apertium")):
         for f in dataclasses.fields(cls):
             if f.name in _EXECUTION:
                 continue
@@ -299,6 +321,100 @@ def test_dataclass_defaults_are_the_schema_defaults():
             if have != want:
                 problems.append(f"{cls.__name__}.{f.name} = {have!r}, schema {section}.{f.name}: {want!r}")
     assert not problems, "\n".join(problems)
+
+
+# Runner signature defaults (what a library caller gets without the workflow or the CLI): each is
+# the schema's default of its config key, or named here with the reason it has none.
+RUNNER_MAPPED = {
+    ("hardneg.evaluate.run.check_inputs", "max_length"): "evaluate.max_length",
+    ("hardneg.evaluate.run.check_inputs", "batch_size"): "evaluate.batch_size",
+    ("hardneg.evaluate.run.check_inputs", "max_pairs"): "evaluate.max_pairs",
+    ("hardneg.evaluate.run.evaluate_model", "max_length"): "evaluate.max_length",
+    ("hardneg.evaluate.run.evaluate_model", "batch_size"): "evaluate.batch_size",
+    ("hardneg.evaluate.run.evaluate_model", "device"): "evaluate.device",
+    ("hardneg.evaluate.run.evaluate_model", "max_pairs"): "evaluate.max_pairs",
+    ("hardneg.evaluate.run.probe_model", "max_length"): "evaluate.max_length",
+    ("hardneg.evaluate.run.probe_model", "batch_size"): "probe.batch_size",
+    ("hardneg.evaluate.run.probe_model", "device"): "evaluate.device",
+    ("hardneg.evaluate.probe.run_probe", "max_length"): "evaluate.max_length",
+    ("hardneg.evaluate.probe.run_probe", "batch_size"): "probe.batch_size",
+    ("hardneg.evaluate.probe.run_probe", "device"): "evaluate.device",
+    ("hardneg.evaluate.probe.run_probe", "seed"): "probe.seed",
+    ("hardneg.evaluate.probe.run_probe", "edit_rate"): "probe.edit_rate",
+    ("hardneg.evaluate.probe.transform", "seed"): "probe.seed",
+    ("hardneg.evaluate.probe.transform", "rate"): "probe.edit_rate",
+    ("hardneg.augment.san.run.run_san", "finish_workers"): "san.finish_workers",
+    ("hardneg.train.run.run_train", "nproc_per_node"): "train.nproc_per_node",
+    ("hardneg.train.run.run_train", "keep_checkpoints"): "train.keep_checkpoints",
+}
+_POOLER = "load_encoder's 'avg' for an arbitrary encoder; the rules and the CLI pass evaluate.baseline_pooler"
+RUNNER_UNMAPPED = {
+    "settings": "a config section (None = the schema's defaults)",
+    "show_progress": "display", "progress": "display", "log_path": "path", "stats_out": "path",
+    "pairs_out": "path", "predictions_out": "path", "splits_path": "path", "cont_oppn_out": "path",
+    "senteval_dir": "path", "mirror": "data.mirror: no default", "sha256": "per file",
+    "threads": "None = torch's own (the workflow passes the rule's threads)",
+    "n_process": "None = serial (the workflow passes negation.n_process)",
+    ("hardneg.augment.san.run.run_lexicon", "corpus"): "paths",
+    ("hardneg.augment.san.run.run_lexicon", "tags_file"): "path",
+    ("hardneg.augment.san.run.run_lexicon", "reference"): "lexicon.reference: a path, keyed by content",
+    ("hardneg.augment.san.run.run_lexicon", "setting"): "the config key named in error messages",
+    ("hardneg.augment.san.run.run_san", "negation"): "a config section (None = no negation filter)",
+    ("hardneg.augment.san.run.run_san", "device"): "san.device: no default (null = cuda when present)",
+    ("hardneg.evaluate.run.evaluate_model", "pooler"): _POOLER,
+    ("hardneg.evaluate.probe.run_probe", "pooler"): _POOLER,
+    ("hardneg.evaluate.run.evaluate_model", "template"): "evaluate.baseline_template: no default",
+    ("hardneg.evaluate.probe.run_probe", "template"): "evaluate.baseline_template: no default",
+    ("hardneg.evaluate.run.evaluate_model", "datasets"): "no config key (the workflow scores every STS set)",
+    ("hardneg.evaluate.run.evaluate_model", "split"): "no config key (the workflow evaluates test)",
+    ("hardneg.evaluate.run.probe_model", "paraphrase_shards"): "paths",
+    ("hardneg.evaluate.run.probe_model", "backtranslation"): "a config section",
+    ("hardneg.evaluate.run.probe_model", "paraphrase"): "a config section",
+    ("hardneg.evaluate.run.probe_model", "negation"): "a config section",
+    ("hardneg.evaluate.run.probe_model", "mlm"): "probe.mlm 'san' names the workflow's SAN MLM; here None = fillers",
+    ("hardneg.evaluate.probe.run_probe", "mlm"): "probe.mlm 'san' names the workflow's SAN MLM; here None = fillers",
+    ("hardneg.evaluate.probe.transform", "mlm"): "a loaded filler (None = fillers)",
+    ("hardneg.evaluate.probe.run_probe", "max_sentences"): "None = every sentence given; probe_model passes probe.max_sentences",
+    ("hardneg.evaluate.probe.run_probe", "paraphrase_shards"): "paths",
+    ("hardneg.evaluate.probe.run_probe", "backtranslation"): "a config section (None = Apertium eng-spa-eng)",
+    ("hardneg.evaluate.probe.run_probe", "paraphrase_cfg"): "a config section",
+    ("hardneg.evaluate.probe.run_probe", "negation_cfg"): "a config section",
+    ("hardneg.evaluate.probe.transform", "negation_cfg"): "a config section",
+    ("hardneg.evaluate.probe.transform", "paraphrases"): "rows (None = none)",
+    ("hardneg.evaluate.probe.transform", "nlp"): "a loaded spaCy pipeline (None = load negation_cfg's)",
+    ("hardneg.evaluate.probe.backtranslate_paraphrases", "para_cfg"): "a config section",
+    ("hardneg.evaluate.probe.backtranslate_paraphrases", "translator"): "a translator (None = make one from the config)",
+    ("hardneg.train.run.run_train", "augment"): "paths", ("hardneg.train.run.run_train", "resume"): "switch",
+    ("hardneg.train.run.run_train", "report_to"): "train.report_to: None = the settings' own",
+}
+RUNNER_MODULES = ("hardneg.data.run", "hardneg.augment.san.run", "hardneg.augment.negation.run",
+                  "hardneg.augment.backtranslation.run", "hardneg.evaluate.run", "hardneg.evaluate.probe",
+                  "hardneg.train.run")
+
+
+def test_runner_defaults_are_the_schema_defaults():
+    """Every defaulted parameter of a public runner function is tied to the schema or named with its reason."""
+    import importlib
+
+    seen, problems = set(), []
+    for name in RUNNER_MODULES:
+        module = importlib.import_module(name)
+        for fname, func in inspect.getmembers(module, inspect.isfunction):
+            if func.__module__ != name or fname.startswith("_"):
+                continue
+            for pname, par in inspect.signature(func).parameters.items():
+                if par.default is inspect.Parameter.empty:
+                    continue
+                key = (f"{name}.{fname}", pname)
+                seen.add(key)
+                if key in RUNNER_MAPPED:
+                    want = schema_default(RUNNER_MAPPED[key])
+                    if par.default != want:
+                        problems.append(f"{key[0]}({pname}={par.default!r}): schema {RUNNER_MAPPED[key]} is {want!r}")
+                elif key not in RUNNER_UNMAPPED and pname not in RUNNER_UNMAPPED:
+                    problems.append(f"{key[0]}({pname}=...): not classified (RUNNER_MAPPED or RUNNER_UNMAPPED)")
+    assert not problems, "\n".join(problems)
+    assert set(RUNNER_MAPPED) <= seen  # no stale entry
 
 
 def test_schema_default_names_a_missing_key():

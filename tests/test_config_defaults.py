@@ -88,3 +88,20 @@ def test_cross_field_errors_name_keys_and_values(overlay, message):
 def test_cross_field_rules_accept_the_shipped_combinations():
     load_config([ROOT / "config.yaml"], {"negation": {"rules": "root", "fallback": "drop"},
                                          "paraphrase": {"mer_min": 0.3, "mer_max": 0.3}})
+
+
+def test_schema_method_enums_are_the_presets():
+    """train.methods and the keys of train.presets accept exactly the presets hardneg has."""
+    from hardneg.train.presets import PRESETS
+
+    train = load_schema()["properties"]["train"]["properties"]
+    assert sorted(train["methods"]["items"]["enum"]) == sorted(PRESETS)
+    assert sorted(train["presets"]["propertyNames"]["enum"]) == sorted(PRESETS)
+
+
+def test_san_key_batch_shape_is_the_schema_defaults():
+    """The SAN key's fallbacks for a config without batch_size / chunk_rows are the schema's."""
+    from hardneg.augment.san.key import BATCH_SHAPE
+    from hardneg.config import schema_default
+
+    assert BATCH_SHAPE == {k: schema_default(f"san.{k}") for k in BATCH_SHAPE}

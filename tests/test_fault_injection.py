@@ -1,4 +1,4 @@
-"""Faults through the workflow (issue 14): a job SIGKILLed while it writes an augmentation shard
+"""Faults through the workflow: a job SIGKILLed while it writes an augmentation shard
 and while it writes a training checkpoint. The re-run gives byte-identical shards, and the
 resumed training continues from the checkpoint with the same loss at every step as a run that
 was never interrupted (CPU).

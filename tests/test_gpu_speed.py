@@ -1,4 +1,4 @@
-"""Issue 15 on CPU: the SAN shard key (determinism promise), the overlapped SAN path, the
+"""GPU speed paths checked on CPU: the SAN shard key (determinism promise), the overlapped SAN path, the
 trainer's background tokenization, static shapes, compile fallback and the out-of-memory error."""
 
 from __future__ import annotations

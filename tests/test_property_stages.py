@@ -1,4 +1,4 @@
-"""Property test (issue 14): adversarial corpus lines through every stage's library function.
+"""Property test: adversarial corpus lines through every stage's library function.
 
 Each stage either processes a row or records why not; rows in = rows out + rejects at every
 stage, ids and order kept. Lines: empty, whitespace, 10k characters, control characters, BOM,

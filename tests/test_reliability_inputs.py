@@ -1,4 +1,4 @@
-"""Issue 14, points 5-7: no silent wrong result, a clear error instead of a traceback, cleanup.
+"""No silent wrong result, a clear error instead of a traceback, cleanup.
 
 Every check runs before a model loads, so each test takes well under a second.
 """

@@ -115,3 +115,67 @@ def test_minimal_config_builds_the_tiny_dag(tmp_path, shared_dir):
     minimal = _dry_run_jobs(copy_dir / "Snakefile", runs / "a", ROOT / "experiments/tiny.yaml")
     shipped = _dry_run_jobs(ROOT / "Snakefile", runs / "b", ROOT / "config.yaml", ROOT / "experiments/tiny.yaml")
     assert minimal == shipped
+
+
+# --- scheduling settings re-run nothing --------------------------------------------------------
+# Each overlay changes every scheduling setting of one stage (batch sizes, processes, timeouts);
+# the keys Snakemake's re-run triggers compare (output paths, non-derived params: tests/rerun_keys.py)
+# must equal those of the base config for every job of the tiny DAG. On the CPU the encoder's batch
+# size changes no stored byte; on CUDA (evaluate.device null) it stays watched (rules/functions/paths.smk).
+_CPU = {"evaluate": {"device": "cpu"}}
+_SCHEDULING = {
+    "negation": ({}, {"negation": {"batch_size": 7, "n_process": 3}}),
+    "backtranslation": ({}, {"backtranslation": {"apertium": {"batch_lines": 7, "timeout_s": 9, "retries": 4},
+                                                 "transformers": {"batch_size": 3, "device": "cpu"}}}),
+    "evaluate": (_CPU, {"evaluate": {"device": "cpu", "batch_size": 7}}),
+    "probe": (_CPU, _CPU | {"probe": {"batch_size": 5}, "negation": {"batch_size": 9},
+                            "backtranslation": {"apertium": {"timeout_s": 11}}}),
+    "encoder batch size on CUDA": ({}, {"evaluate": {"batch_size": 7}, "probe": {"batch_size": 5}}),
+}
+
+
+@pytest.fixture(scope="module")
+def scheduling_keys(tmp_path_factory, shared_dir):
+    """Re-run keys of the tiny DAG for every base and changed overlay of _SCHEDULING (one process)."""
+    import json
+
+    tmp = tmp_path_factory.mktemp("rerun")
+    (tmp / "wd").mkdir()
+    (tmp / "shared").symlink_to(shared_dir)  # the tiny overlay's ../shared paths
+    overlays = {}
+    for name, pair in _SCHEDULING.items():
+        for side, overlay in zip(("base", "changed"), pair):
+            path = tmp / f"{len(overlays)}.yaml"
+            path.write_text(yaml.safe_dump(overlay))
+            overlays[(name, side)] = [str(ROOT / "config.yaml"), str(ROOT / "experiments/tiny.yaml"), str(path)]
+    run = subprocess.run([sys.executable, str(ROOT / "tests/rerun_keys.py"), str(ROOT / "Snakefile"), str(tmp / "wd"),
+                          "all", json.dumps(list(overlays.values()))],
+                         capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return dict(zip(overlays, json.loads(run.stdout)))
+
+
+@pytest.mark.parametrize("stage", [s for s in _SCHEDULING if s != "encoder batch size on CUDA"])
+def test_scheduling_settings_rerun_nothing(scheduling_keys, stage):
+    base, changed = scheduling_keys[(stage, "base")], scheduling_keys[(stage, "changed")]
+    assert len(base) > 40 and set(base) == set(changed)  # the same jobs and output paths
+    differ = sorted(job for job in base if base[job] != changed[job])
+    assert not differ, f"{stage}: these jobs would re-run (params changed): {differ[:3]}"
+
+
+def test_encoder_batch_size_stays_watched_on_cuda(scheduling_keys):
+    """evaluate.device null = cuda when present (bf16 autocast): the batch shape can change bytes."""
+    base = scheduling_keys[("encoder batch size on CUDA", "base")]
+    changed = scheduling_keys[("encoder batch size on CUDA", "changed")]
+    differ = {job.split()[0] for job in base if base[job] != changed[job]}
+    assert differ == {"evaluate", "probe"}
+
+
+@pytest.mark.integration
+def test_every_overlay_lints():
+    """`snakemake --lint` is clean for config.yaml and every overlay as they are combined
+    (tools/lint_workflow.py: one lint per combination, about 10 s CPU each)."""
+    run = subprocess.run([sys.executable, str(ROOT / "tools/lint_workflow.py")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=1200, check=False)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert run.stdout.count("ok   snakemake --lint") >= 13, run.stdout

@@ -62,7 +62,7 @@ def _settings(method: str, dropout: float, **kw) -> TrainSettings:
 def _tiny_encoder(tokenizer, s: TrainSettings, seed: int = 0, mlp: bool | None = None) -> ContrastiveEncoder:
     from transformers import BertConfig, BertModel
 
-    from hardneg.train import newmethods
+    from hardneg.train import replacement_terms
 
     torch.manual_seed(seed)
     p = s.dropout or 0.0
@@ -71,7 +71,7 @@ def _tiny_encoder(tokenizer, s: TrainSettings, seed: int = 0, mlp: bool | None =
                      attention_probs_dropout_prob=p)
     enc = ContrastiveEncoder(BertModel(cfg, add_pooling_layer=False), tokenizer, s.pooler, s.max_length,
                              s.mlp_only_train if mlp is None else mlp)
-    newmethods.install_projection(enc, s)
+    replacement_terms.install_projection(enc, s)
     return enc.double().train()
 
 

@@ -42,7 +42,7 @@ def test_every_family_variant_is_a_valid_overlay(base):
         for v in variants:
             cfg = load_config([REPO / b for b in base], overrides=v.overlay)
             assert cfg["experiment"] == f"{exp}-{family}-{v.name}"
-    # The knobs the issue names really reach the config.
+    # The ablated knobs really reach the config.
     tiny = [REPO / "config.yaml", REPO / "experiments/tiny.yaml"]
     get = {v.name: load_config(tiny, v.overlay) for v in load_family("san-iterations", "t", REPO)}
     assert [get[f"iter{i}"]["san"]["iterations"] for i in range(1, 5)] == [1, 2, 3, 4]

@@ -15,8 +15,11 @@ def _eval_model_input(wc):
 
 def _eval_model_params(wc, input):
     if wc.method == "baseline":
-        return {"model": baseline_model(), "pooler": _EVAL_CFG["baseline_pooler"],
-                "template": _EVAL_CFG["baseline_template"]}
+        return {
+            "model": baseline_model(),
+            "pooler": _EVAL_CFG["baseline_pooler"],
+            "template": _EVAL_CFG["baseline_template"],
+        }
     # an exported sentence-transformers folder carries its own pooler
     return {"model": input.model, "pooler": "avg", "template": None}
 
@@ -24,5 +27,9 @@ def _eval_model_params(wc, input):
 @register_targets
 def _evaluate_targets():
     base = EVAL_DIR.format(experiment=config["experiment"], method="baseline", seed=0)
-    return [f"{SPLITS_DIR}/stats.json", f"{base}/sts.json", f"{base}/plots/cont_oppn.png",
-            f"{base}/plots/hard_pairs.png"]
+    return [
+        f"{SPLITS_DIR}/stats.json",
+        f"{base}/sts.json",
+        f"{base}/plots/cont_oppn.png",
+        f"{base}/plots/hard_pairs.png",
+    ]

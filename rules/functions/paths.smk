@@ -24,6 +24,11 @@ def corpus_shard(shard):
     return f"{CORPUS_DIR}/shard-{shard}.parquet"
 
 
+def corpus_shards():
+    """Every corpus shard of the configured corpus."""
+    return [corpus_shard(s) for s in SHARDS]
+
+
 # --- SAN (rules/san.smk): lexicon, bootstrap MLM, mask-predict shards
 _LEX_CFG = config["lexicon"]
 _SAN_CFG = config["san"]
@@ -47,7 +52,14 @@ LEXICON = f"results/lexicon/{_LEX_KEY}/lexicon.parquet"
 _MLM = BOOTSTRAP_MLM_DIR if _USE_BOOTSTRAP else _SAN_CFG["mlm"]
 _SAN_KEY = "k{}-{}".format(
     _SAN_CFG["iterations"],
-    short_hash(_SAN_KEYED | {"mlm": _BOOT_KEY if _USE_BOOTSTRAP else _MLM, "lexicon": _LEX_KEY, "seed": config["seed"]}),
+    short_hash(
+        _SAN_KEYED
+        | {
+            "mlm": _BOOT_KEY if _USE_BOOTSTRAP else _MLM,
+            "lexicon": _LEX_KEY,
+            "seed": config["seed"],
+        }
+    ),
 )
 
 
@@ -58,7 +70,10 @@ def san_shard(shard):
 
 # --- negation (rules/negation.smk)
 _NEG_CFG = config["negation"]
-_NEG_KEY = f"neg-{short_hash({k: v for k, v in _NEG_CFG.items() if k not in ('batch_size', 'n_process')})}"
+# scheduling only (nlp.pipe batch size and processes): never change a byte, never keyed
+_NEG_SCHEDULING = ("batch_size", "n_process")
+_NEG_KEYED = {k: v for k, v in _NEG_CFG.items() if k not in _NEG_SCHEDULING}
+_NEG_KEY = f"neg-{short_hash(_NEG_KEYED)}"
 
 
 def negation_shard(shard):
@@ -69,6 +84,20 @@ def negation_shard(shard):
 # --- back-translation and paraphrase selection (rules/backtranslation.smk)
 _BT_CFG = config["backtranslation"]
 _PARA_CFG = config["paraphrase"]
+# Backend settings that schedule the work, left out of the path key. Apertium's translate line by
+# line (one output line per input line), so lines per call, timeout and retries change no byte; the
+# transformers backend's batch size and device are out of the path key too but stay a watched
+# param (rules/backtranslation.smk): padded beam search rounds by batch shape and device.
+_BT_UNKEYED = ("batch_size", "batch_lines", "timeout_s", "retries", "device")
+_BT_SCHEDULING = {"apertium": ("batch_lines", "timeout_s", "retries"), "transformers": ()}[
+    _BT_CFG["backend"]
+]
+# what a backtranslate job's output depends on: the configured backend's section, without scheduling
+_BT_KEYED = {k: v for k, v in _BT_CFG.items() if k not in ("transformers", "apertium")} | {
+    _BT_CFG["backend"]: {
+        k: v for k, v in _BT_CFG[_BT_CFG["backend"]].items() if k not in _BT_SCHEDULING
+    }
+}
 _BT_KEY = "{}-{}-{}".format(
     _BT_CFG["backend"],
     "_".join(p["name"] for p in _BT_CFG["pivots"]),
@@ -77,11 +106,7 @@ _BT_KEY = "{}-{}-{}".format(
             "backend": _BT_CFG["backend"],
             "pivots": _BT_CFG["pivots"],
             "max_chars": _BT_CFG["max_chars"],
-            "opts": {
-                k: v
-                for k, v in _BT_CFG[_BT_CFG["backend"]].items()
-                if k not in ("batch_size", "batch_lines", "timeout_s", "retries", "device")
-            },
+            "opts": {k: v for k, v in _BT_CFG[_BT_CFG["backend"]].items() if k not in _BT_UNKEYED},
         }
     ),
 )
@@ -105,6 +130,10 @@ _SPLITS_KEY = f"splits-{short_hash(_SPLITS_CFG)}"
 SPLITS_DIR = f"results/eval/splits/{_SPLITS_KEY}"
 EVAL_DIR = "results/eval/{experiment}/{method}/seed{seed}"
 _PROBE_CFG = config["probe"]
+# Encoder batch size changes no stored byte on the CPU (fp32; cosines stored rounded to 6 decimals,
+# hardneg.evaluate.sts.COSINE_DECIMALS); on CUDA (device null = cuda when present) bf16 autocast
+# rounds by batch shape, so there it stays a watched param.
+_ENCODE_BATCH_KEYED = _EVAL_CFG["device"] != "cpu"
 
 
 def eval_targets(experiment, method, seed):
@@ -134,4 +163,3 @@ def train_runs():
 
 # --- report (rules/report.smk)
 REPORT_DIR = f"results/report/{config['experiment']}"
-

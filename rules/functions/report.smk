@@ -1,6 +1,7 @@
 # Helpers for rules/report.smk (kept apart: Snakemake's lint wants functions out of files with
 # rules). Paths and settings: rules/functions/paths.smk.
 
+
 report: "../../workflow/report/workflow.rst"
 
 
@@ -11,7 +12,15 @@ def _runs():
 
 def _report_inputs(wildcards):
     exp = config["experiment"]
-    ins = {"sts": [], "cont_oppn": [], "predictions": [], "metrics": [], "summaries": [], "augment": [], "after": []}
+    ins = {
+        "sts": [],
+        "cont_oppn": [],
+        "predictions": [],
+        "metrics": [],
+        "summaries": [],
+        "augment": [],
+        "after": [],
+    }
     for method, seed in _runs():
         run = EVAL_DIR.format(experiment=exp, method=method, seed=seed)
         ins["sts"].append(f"{run}/sts.json")

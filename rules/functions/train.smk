@@ -16,7 +16,9 @@ def train_settings(method, seed, experiment=None):
     except (ValueError, KeyError) as exc:
         raise WorkflowError(f"train (method {method}, seed {seed}): {exc}") from None
     if s.teachers:
-        s.teachers = [_teacher_model(method, seed, experiment, i, t) for i, t in enumerate(s.teachers)]
+        s.teachers = [
+            _teacher_model(method, seed, experiment, i, t) for i, t in enumerate(s.teachers)
+        ]
     return s
 
 
@@ -25,8 +27,10 @@ def _teacher_model(method, seed, experiment, i, t):
     if "method" not in t or "model" in t:
         return dict(t)
     if t["method"] not in TRAIN_METHODS:
-        raise WorkflowError(f"train (method {method}): train setting 'teachers[{i}]': method {t['method']!r} is "
-                            f"not a preset (known: {', '.join(TRAIN_METHODS)})")
+        raise WorkflowError(
+            f"train (method {method}): train setting 'teachers[{i}]': method {t['method']!r} is "
+            f"not a preset (known: {', '.join(TRAIN_METHODS)})"
+        )
     exp = experiment or config["experiment"]
     teacher_seed = t["seed"] if "seed" in t else seed  # a teacher's own seed, else the run's
     model = f"{train_dir(exp, t['method'], teacher_seed)}/model"
@@ -36,7 +40,7 @@ def _teacher_model(method, seed, experiment, i, t):
 def _train_inputs(wc):
     s = train_settings(wc.method, wc.seed, wc.experiment)
     inputs = {
-        "corpus": expand(f"{CORPUS_DIR}/shard-{{shard}}.parquet", shard=SHARDS),
+        "corpus": corpus_shards(),
         "senteval": SENTEVAL_DIR,
     }
     # a teacher trained in this workflow is an input: the DAG trains it first (SAN Eq. 6 teachers)
@@ -52,9 +56,14 @@ def _train_inputs(wc):
 def _train_targets():
     """The evaluation and model card of every method x seed of train.methods / train.seeds."""
     exp = config["experiment"]
-    return [t for method, seed in train_runs()
-            for t in (eval_targets(exp, method, seed),
-                      f"{EVAL_DIR}/model_card.md".format(experiment=exp, method=method, seed=seed))]
+    return [
+        t
+        for method, seed in train_runs()
+        for t in (
+            eval_targets(exp, method, seed),
+            f"{EVAL_DIR}/model_card.md".format(experiment=exp, method=method, seed=seed),
+        )
+    ]
 
 
 def train_keep_checkpoints(wildcards, output):

@@ -6,7 +6,7 @@ by its MER to the original (OssCSE Eq. 1). OssCSE's finding: unsupervised encode
 low-MER negation above a high-MER paraphrase (surface-structure bias), so the headline is the
 fraction of sentences whose negation scores above their paraphrase.
 
-Sources (the project's own augmenters, as issue 3 asks): negation from
+Sources (the project's own augmenters): negation from
 :mod:`hardneg.augment.negation.negate` (SNCSE rules; the paper hand-wrote negations with "not" or
 antonyms); paraphrase from back-translation shards (``paraphrase`` column, MER-filtered as for
 OssCSE training) or, without shards, back-translated here with the back-translation library (the

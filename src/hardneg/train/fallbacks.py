@@ -1,4 +1,4 @@
-"""Counted fallbacks of the HNCSE / HiCL / SynCSE objectives (issue 12, "Bad input").
+"""Counted fallbacks of the HNCSE / HiCL / SynCSE objectives ("Bad input").
 
 A degenerate case (K larger than the batch, a sequence shorter than one segment, no pool
 sentence above delta, ...) never crashes and never leaves an empty loss term: the objective

@@ -110,7 +110,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # RankCSE without SAN (SAN Table 3 baseline): InfoNCE + beta*Lcons + gamma*LListMLE
     "rankcse": {**_RANKCSE},
-    # --- issue 12 (hardneg.train.newmethods) ---
+    # --- methods whose term replaces InfoNCE (hardneg.train.replacement_terms) ---
     # HNCSE §4.2 + the authors' run_unsup_example.sh: SimCSE's setting (batch 64, lr 3e-5, len 32,
     # tau 0.05, [CLS] + MLP in training, 1 epoch); K 10 and s 40 from the authors' code
     "hncse_pm": {**_SIMCSE, "hncse": "pm", "hncse_pm_margin": 0.1},

@@ -113,7 +113,7 @@ class TrainSettings:
     failed_augmentation: str = "keep"
     # the negation rules the run expects (the negation shard manifest's "rules" must match)
     negation_rules: str = "sncse"
-    # issue 12 (hardneg.train.newmethods): HNCSE positive / hard negative mixing
+    # HNCSE / HiCL / SynCSE (hardneg.train.replacement_terms): HNCSE positive / hard negative mixing
     hncse: str = "none"  # none | pm (HNCSE-PM, §3.1) | hnm (HNCSE-HNM, §3.2)
     hncse_pm_margin: float = 0.1  # authors' code: mix also when (s_p - s_n)/s_p <= 0.1
     hncse_pm_single: bool = False  # Table 5 HNCSE-PM_single: mix only where s_n >= s_p
@@ -245,9 +245,9 @@ class TrainSettings:
             if getattr(self, name) < 0:
                 bad(name, "must be >= 0")
         self._validate_teachers(bad)
-        from hardneg.train.newmethods import validate as validate_new_methods
+        from hardneg.train.replacement_terms import validate as validate_replacement_terms
 
-        validate_new_methods(self, bad)
+        validate_replacement_terms(self, bad)
 
     def _validate_teachers(self, bad) -> None:
         if self.teachers is not None:

@@ -11,7 +11,7 @@ from torch import nn
 
 from hardneg.train import distributed as D
 from hardneg.train import (
-    newmethods,  # HNCSE, HiCL, SynCSE
+    replacement_terms,  # HNCSE, HiCL, SynCSE
     views,
 )
 from hardneg.train.hicl_views import hicl_views
@@ -64,7 +64,7 @@ class StepModel(nn.Module):
 
     def tokenize(self, texts: list[str], extra: dict[str, list[str]]) -> dict[str, Any]:
         """CPU half of ``forward``: padded id tensors for the views pass and the SAN pass (thread
-        safe, so the trainer runs it for upcoming steps in a worker; issue 15). ``static_width``
+        safe, so the trainer runs it for upcoming steps in a worker). ``static_width``
         pads every batch to ``max_length`` (fixed shapes for ``train.compile``)."""
         if self.s.hicl:  # HiCL tokenizes its segments itself, in forward
             return {}
@@ -115,7 +115,7 @@ class Objective(nn.Module):
                             if s.consistency_weight > 0 else None)
         self.distill = (RankingDistillation(s.distill_tau, s.distill_loss, s.listmle_eps, ties)
                         if s.distill_weight > 0 else None)
-        self.methods = newmethods.NewMethodTerms.build(s)  # HNCSE / HiCL / SynCSE term, else None
+        self.methods = replacement_terms.ReplacementTerms.build(s)  # HNCSE / HiCL / SynCSE term, else None
         # recall loss over the backbone's weights (the pretrained model's parameters, OssCSE Eq. 4)
         self.recall_params = [p for p in encoder.backbone.parameters() if p.requires_grad]
         self.recall = (RecallLoss([(n, p) for n, p in encoder.backbone.named_parameters() if p.requires_grad],

@@ -30,7 +30,7 @@ from hardneg.models.resolve import resolve_model
 from hardneg.plotting import pyplot, save_png
 from hardneg.shards import write_json_atomic
 from hardneg.train import distributed as D
-from hardneg.train import newmethods  # issue 12: HNCSE, HiCL, SynCSE
+from hardneg.train import replacement_terms  # HNCSE, HiCL, SynCSE
 from hardneg.train.cached_gradient import CachedStep, refusal
 from hardneg.train.checkpoint import (
     Checkpointer,
@@ -88,7 +88,7 @@ def _plot_curve(metrics_path: Path, png: Path) -> None:
     save_png(fig, png, dpi=100)
 
 
-# ---------------------------------------------------------------------------- GPU speed (issue 15)
+# ---------------------------------------------------------------------------- GPU speed
 class TrainingOutOfMemory(RuntimeError):
     """The device ran out of memory: names batch_size and the measured peak."""
 
@@ -254,7 +254,7 @@ def train(
              s.method, s.seed, len(data), global_batch, s.batch_size, info.world_size, total_steps, n_batches)
 
     encoder = ContrastiveEncoder.from_pretrained(s.init_model, s.pooler, s.max_length, s.mlp_only_train, s.dropout)
-    newmethods.install_projection(encoder, s)  # SynCSE's projection head (else no-op)
+    replacement_terms.install_projection(encoder, s)  # SynCSE's projection head (else no-op)
     encoder.to(device).train()
     max_pos = getattr(encoder.backbone.config, "max_position_embeddings", None) or s.eval_max_length
     eval_len = min(s.eval_max_length, int(max_pos))
@@ -273,7 +273,7 @@ def train(
                 if teacher_specs else None)
 
     params = [p for p in encoder.parameters() if p.requires_grad]
-    # fused AdamW on CUDA: one kernel for all parameters (issue 15); CPU keeps the default
+    # fused AdamW on CUDA: one kernel for all parameters; CPU keeps the default
     optimizer = torch.optim.AdamW(encoder.param_groups(s.lr, s.head_lr), lr=s.lr, weight_decay=s.weight_decay,
                                   **({"fused": True} if device.type == "cuda" else {}))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(total_steps, s.warmup_ratio))
@@ -325,8 +325,8 @@ def train(
     frame = data.frame
     texts_all = frame["text"].to_list()
     extra_all = {c: frame[c].to_list() for c in cols if c in ("san", "negation", "paraphrase")}
-    neg_index = newmethods.build_index(s, texts_all)  # SynCSE's corpus-pool index (else None)
-    counters = newmethods.counters(objective.methods, neg_index)
+    neg_index = replacement_terms.build_index(s, texts_all)  # SynCSE's corpus-pool index (else None)
+    counters = replacement_terms.counters(objective.methods, neg_index)
     checkpoint.restore_counters(counters)  # a resumed run keeps the counts of its earlier steps
     bar = tqdm(total=total_steps, initial=step, desc=f"train {s.method}", unit="step",
                disable=not (s.show_progress and info.is_main))
@@ -425,7 +425,7 @@ def train(
     upcoming.close()
 
     summary: dict[str, Any] = {}
-    method_fallbacks = newmethods.fallbacks(objective.methods, neg_index, info)  # every rank (all-reduce)
+    method_fallbacks = replacement_terms.fallbacks(objective.methods, neg_index, info)  # every rank (all-reduce)
     if info.is_main:
         if best_step is not None and (work / "best.pt").exists():
             encoder.load_state_dict(torch.load(work / "best.pt", weights_only=True))

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 log = logging.getLogger(__name__)
 
 Result = tuple[str | None, str | None]  # (translation, error)
+REAP_TIMEOUT_S = 5  # waiting for a killed call's process group to exit
+LIST_MODES_TIMEOUT_S = 30  # `apertium -l` (lists the installed modes; no translation)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -33,7 +35,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         proc.kill()
     try:
-        proc.communicate(timeout=5)
+        proc.communicate(timeout=REAP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         pass
 
@@ -43,7 +45,7 @@ class ApertiumTranslator:
     """Translate lines with ``apertium MODE``; ``translate`` never raises for a bad line."""
 
     batch_lines: int = 500
-    timeout_s: float = 120.0
+    timeout_s: float = 300.0  # backtranslation.apertium.timeout_s (schema default)
     retries: int = 1
     mark_unknown: bool = False
     binary: str = "apertium"
@@ -62,7 +64,7 @@ class ApertiumTranslator:
         if self._modes is None:
             try:
                 out = subprocess.run(
-                    [self.binary, "-l"], capture_output=True, text=True, timeout=30, check=False
+                    [self.binary, "-l"], capture_output=True, text=True, timeout=LIST_MODES_TIMEOUT_S, check=False
                 )
                 self._modes = {line.strip() for line in out.stdout.splitlines() if line.strip()}
             except (OSError, subprocess.SubprocessError):

@@ -32,7 +32,7 @@ class TransformersTranslator:
     """Translate with a seq2seq model named by hub id, local path or ``package:``."""
 
     num_beams: int = 5
-    batch_size: int = 32
+    batch_size: int = 64  # backtranslation.transformers.batch_size (schema default)
     max_new_tokens: int = 256
     max_input_tokens: int = 256
     device: str | None = None

@@ -422,7 +422,7 @@ def summarize(frame: pl.DataFrame) -> dict[str, Any]:
 
 def shard_provenance(shard: str | Path) -> dict[str, Any]:
     """The sidecar JSON of a negation shard (``shard-NNN.json``: ``rules``, ``extra_negators``,
-    ``spacing``, ``spacy_model``, counts). A shard written before issue 11 has no ``rules``."""
+    ``spacing``, ``spacy_model``, counts). A shard written before the rule set was recorded has no ``rules``."""
     side = Path(shard).with_suffix(".json")
     try:
         meta = json.loads(side.read_text(encoding="utf-8"))

@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 DECODING = ("argmax", "sample")
 REPLACE = ("masked", "all")
 PRECISION = ("auto", "fp32", "bf16")  # the spelling of train.precision
-# Attention backends on CUDA, chosen by measurement (issue 15, H100, bert-base, bf16): cuDNN's
+# Attention backends on CUDA, chosen by measurement (H100, bert-base, bf16; docs/benchmarks.md): cuDNN's
 # backend builds an execution plan for every new (batch, length) shape, and exact-length groups
 # make almost every batch a new shape (7.3 of 9.2 s CPU time for 10.6k sentences); flash and
 # memory-efficient attention need no such set-up. None = PyTorch's own choice (cuDNN first).
@@ -76,7 +76,7 @@ class SanConfig:
     append_period: bool = False  # reference: "." when the last char is no punctuation, every iteration
     batch_size: int = 64
     seed: int = 0
-    # auto = bf16 autocast on CUDA (issue 4: "bf16 on GPU"), fp32 on CPU; bf16 on a CPU
+    # auto = bf16 autocast on CUDA (bf16 on GPU), fp32 on CPU; bf16 on a CPU
     # with native bf16 (AVX512-BF16/AMX) is ~1.7x faster and agrees on ~98% of predicted tokens
     precision: str = "auto"
     quality: QualityConfig = field(default_factory=QualityConfig)
@@ -184,7 +184,7 @@ class MaskPredictor:
     def _launch(self, ids: torch.Tensor, sent_ids: np.ndarray, iteration: int) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Queue one batch on the device: (mask on the CPU, chosen ids on the device or None when
         nothing is to predict). No host sync: every index is computed on the CPU, so the CPU
-        prepares the next batch while the GPU runs this one (issue 15)."""
+        prepares the next batch while the GPU runs this one."""
         cfg = self.cfg
         b, length = ids.shape
         u = torch.from_numpy(san_random.uniform(cfg.seed, sent_ids, iteration, length, san_random.STREAM_MASK))

@@ -1,8 +1,8 @@
 """Counter-based random numbers for SAN: uniform(seed, sentence id, iteration, position, stream).
 
 Every random draw of mask-predict is a pure function of its coordinates, so a sentence gets the
-same masks and samples whatever batch, shard, worker or device it is processed in (issue 4,
-determinism). SplitMix64 finalisers (Steele et al., 2014) mix the coordinates; no state is kept.
+same masks and samples whatever batch, shard, worker or device it is processed in
+(determinism). SplitMix64 finalisers (Steele et al., 2014) mix the coordinates; no state is kept.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Issue 12's methods wired behind one object, so the trainer needs only a few hook lines:
+"""The loss terms that replace in-batch InfoNCE, wired behind one object so the trainer needs
+only a few hook lines:
 HNCSE-PM / HNCSE-HNM (``objectives.hncse``), HiCL (``objectives.hicl`` + ``segments`` +
 ``hicl_views``), SynCSE (``objectives.syncse`` + ``negindex``). Each replaces the in-batch
 InfoNCE term over the gathered global batch; the fallbacks they take are counted
@@ -28,7 +29,7 @@ HICL_COUNTS = ("hicl_empty_sequence", "hicl_single_segment", "hicl_truncated")  
 
 
 def validate(s: TrainSettings, bad) -> None:
-    """Issue 12 settings checks (called from ``TrainSettings.validate``; ``bad`` raises)."""
+    """HNCSE / HiCL / SynCSE settings checks (called from ``TrainSettings.validate``; ``bad`` raises)."""
     if s.hncse not in HNCSE_MODES:
         bad("hncse", f"must be one of {', '.join(HNCSE_MODES)}")
     if s.hncse_mix_alpha is not None and (isinstance(s.hncse_mix_alpha, bool)
@@ -54,7 +55,7 @@ def validate(s: TrainSettings, bad) -> None:
         bad("syncse_pool_size", "must be an integer >= 2 or null (the whole training corpus)")
     chosen = [n for n, on in (("hncse", s.hncse != "none"), ("hicl", s.hicl), ("syncse", s.syncse)) if on]
     if len(chosen) > 1:
-        bad(chosen[1], f"cannot be combined with {chosen[0]} (one issue-12 objective per run)")
+        bad(chosen[1], f"cannot be combined with {chosen[0]} (one of hncse, hicl, syncse per run)")
     if chosen and s.negatives != "none":
         bad(chosen[0], "replaces the InfoNCE term: needs negatives: none")
     if s.hicl and s.margin_weight > 0:
@@ -65,8 +66,8 @@ def enabled(s: TrainSettings) -> bool:
     return s.hncse != "none" or s.hicl or s.syncse
 
 
-class NewMethodTerms(nn.Module):
-    """The configured issue-12 contrast term; ``forward`` returns the logged parts, the first
+class ReplacementTerms(nn.Module):
+    """The configured HNCSE / HiCL / SynCSE contrast term; ``forward`` returns the logged parts, the first
     being the term that replaces InfoNCE (the trainer adds it to the global terms)."""
 
     def __init__(self, s: TrainSettings) -> None:
@@ -94,7 +95,7 @@ class NewMethodTerms(nn.Module):
             self.loss = syncse.WeightedNTXent(s.temperature, s.syncse_weights, s.syncse_in_batch, self.counts)
 
     @classmethod
-    def build(cls, s: TrainSettings) -> NewMethodTerms | None:
+    def build(cls, s: TrainSettings) -> ReplacementTerms | None:
         return cls(s) if enabled(s) else None
 
     def forward(self, emb: dict[str, torch.Tensor], g1: torch.Tensor, g2: torch.Tensor,
@@ -150,7 +151,7 @@ def build_index(s: TrainSettings, texts: list[str]) -> NegativeIndex | None:
                          s.syncse_pool_size, template=views.view_template(s, "anchor"))
 
 
-def counters(terms: NewMethodTerms | None, index: NegativeIndex | None) -> dict[str, FallbackCounts]:
+def counters(terms: ReplacementTerms | None, index: NegativeIndex | None) -> dict[str, FallbackCounts]:
     """The run's fallback counters by name (what a checkpoint saves and restores per rank)."""
     out = {}
     if terms is not None:
@@ -160,7 +161,7 @@ def counters(terms: NewMethodTerms | None, index: NegativeIndex | None) -> dict[
     return out
 
 
-def fallbacks(terms: NewMethodTerms | None, index: NegativeIndex | None, info: D.DistInfo) -> dict[str, Any]:
+def fallbacks(terms: ReplacementTerms | None, index: NegativeIndex | None, info: D.DistInfo) -> dict[str, Any]:
     """Fallback totals for summary.json (call on every rank: local counters are all-reduced)."""
     out: dict[str, Any] = {}
     if terms is not None:

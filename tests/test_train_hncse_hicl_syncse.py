@@ -1,4 +1,4 @@
-"""Issue 12 (HNCSE, HiCL, SynCSE): each term against values derived by hand on tiny tensors,
+"""HNCSE, HiCL, SynCSE: each term against values derived by hand on tiny tensors,
 the counted fallbacks, the segmenting rule, the pool index, and a short run of every preset.
 
 Expected values are the papers' formulas written out in numpy (float64), independent of the
@@ -294,7 +294,7 @@ def corpus(tmp_path_factory, mirror_dir):
         text = [next(fh).strip() for _ in range(16)]
     text[0] = " ".join([text[0]] * 6)  # one long sentence: several HiCL segments
     text[1] = "Short one."  # shorter than one segment
-    d = tmp_path_factory.mktemp("newmethods")
+    d = tmp_path_factory.mktemp("replacement_terms")
     frame = pl.DataFrame({"id": pl.Series(range(16), dtype=pl.Int64), "text": text})
     c = str(write_shard(frame, d / "corpus.parquet"))
     n = str(write_shard(frame.with_columns(negation=pl.Series(["Not " + x for x in text]), rule=pl.lit("prefix"),
@@ -304,7 +304,7 @@ def corpus(tmp_path_factory, mirror_dir):
 
 
 @pytest.mark.parametrize("method", ["hncse_pm", "hncse_hnm", "hicl_simcse", "hicl_sncse", "syncse"])
-def test_every_issue12_preset_trains_and_reports_fallbacks(tmp_path, tiny_mlm_dir, corpus, method):
+def test_every_replacement_preset_trains_and_reports_fallbacks(tmp_path, tiny_mlm_dir, corpus, method):
     from hardneg.train.presets import build_settings
     from hardneg.train.trainer import train
 
@@ -381,8 +381,8 @@ def test_hicl_ddp_two_processes_matches_single_process(tmp_path, tiny_mlm_dir, c
 def test_syncse_layer_wise_learning_rates(tiny_mlm_dir):
     # SynCSE "Training optimizations": a lower rate for the pretrained encoder, a higher one for the projection
     from hardneg.train.model import ContrastiveEncoder
-    from hardneg.train.newmethods import install_projection
     from hardneg.train.presets import build_settings
+    from hardneg.train.replacement_terms import install_projection
 
     s = build_settings("syncse", str(tiny_mlm_dir), 1)
     assert s.head_lr is not None and s.head_lr > s.lr

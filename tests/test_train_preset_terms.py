@@ -1,4 +1,4 @@
-"""Issue 11, training side: per-view templates, the terms of each preset (SAN Eq. 4-7), RankCSE's
+"""Training side of the presets: per-view templates, the terms of each preset (SAN Eq. 4-7), RankCSE's
 JS consistency and ListNet, teachers and their bad input, failed-augmentation rows, the OssCSE
 recall form, the report's method table. Tiny tensors and fakes; values computed by hand."""
 
