@@ -359,6 +359,7 @@ RUNNER_UNMAPPED = {
     ("hardneg.augment.san.run.run_lexicon", "tags_file"): "path",
     ("hardneg.augment.san.run.run_lexicon", "reference"): "lexicon.reference: a path, keyed by content",
     ("hardneg.augment.san.run.run_lexicon", "setting"): "the config key named in error messages",
+    ("hardneg.augment.san.run.run_bootstrap_mlm", "source_file"): "path (bootstrap_mlm.text: source_file)",
     ("hardneg.augment.san.run.run_san", "negation"): "a config section (None = no negation filter)",
     ("hardneg.augment.san.run.run_san", "device"): "san.device: no default (null = cuda when present)",
     ("hardneg.evaluate.run.evaluate_model", "pooler"): _POOLER,
