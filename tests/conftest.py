@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import tarfile
 from pathlib import Path
@@ -93,3 +94,18 @@ def tiny_local(tmp_path_factory) -> Path:
     wd = link_workflow(REPO, tmp_path_factory.mktemp("tiny-local") / "main")
     run([SNAKEMAKE, *TINY, "--cores", "2"], wd, limit=TINY_RUN_LIMIT_S)
     return wd
+
+
+@pytest.fixture(autouse=True)
+def _root_log_handlers_end_with_their_test():
+    """A stream or file handler a test's in-process CLI call puts on the root logger (the CLI's
+    basicConfig, ``runlog.log_to``) holds that test's captured stderr, which pytest closes after the
+    test: it is removed then, so a later test's CLI call installs its own instead of writing
+    "--- Logging error ---" tracebacks to a closed stream."""
+    root = logging.getLogger()
+    before = set(root.handlers)
+    yield
+    for handler in list(root.handlers):
+        if handler not in before and type(handler) in (logging.StreamHandler, logging.FileHandler):
+            root.removeHandler(handler)
+            handler.close()
