@@ -21,6 +21,14 @@ from hardneg.train.settings import NON_STRUCTURAL, TrainSettings
 _IDENTITY = frozenset({"method", "seed", "init_model", "show_progress"})
 
 
+
+def read_summary(path: str | Path) -> dict:
+    """One training ``summary.json``; an unreadable one is an error naming the file."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read the training summary ({exc})") from exc
+
 def paper_url(method: str) -> str | None:
     """The paper of ``method``'s family (``METHOD_PAPER``), or None (baseline, no confirmed link)."""
     family = METHOD_PAPER.get(method)
@@ -55,10 +63,7 @@ def method_table(summaries: Iterable[str | Path]) -> pl.DataFrame:
     by_method: dict[str, dict[int, list[str]]] = {}
     readings: dict[str, set[str]] = {}
     for path in summaries:
-        try:
-            rec = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{path}: cannot read the training summary ({exc})") from exc
+        rec = read_summary(path)
         s = rec.get("settings") or {}
         method = str(rec.get("method", s.get("method")))
         by_method.setdefault(method, {})[int(rec.get("seed", -1))] = deviations(s)

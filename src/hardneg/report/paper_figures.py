@@ -10,7 +10,6 @@ A figure matches a run when the method is the same and the backbone is the same:
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import polars as pl
 import yaml
 
 from hardneg.report.collect import STS_ORDER
+from hardneg.report.methods import read_summary
 
 FIGURES_FILE = Path(__file__).with_name("paper_figures.yaml")
 _SOURCE_KEYS = {"paper", "file", "table", "section", "note"}
@@ -139,10 +139,7 @@ def run_init_models(summaries: Sequence[str | Path]) -> dict[str, str]:
     of a method share it; differing ones are listed, comma-separated, and match no figure)."""
     found: dict[str, set[str]] = {}
     for path in summaries:
-        try:
-            rec = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{path}: cannot read the training summary ({exc})") from exc
+        rec = read_summary(path)
         s = rec.get("settings") or {}
         method, init = rec.get("method", s.get("method")), s.get("init_model")
         if method is None or init is None:
