@@ -73,9 +73,10 @@ def build(tok, cfg_kw: dict, device: torch.device):
     """(encoder, StepModel, Objective, settings) for SimCSE with a random-weight BERT."""
     from transformers import BertConfig, BertModel
 
+    from hardneg.train.methods.objective import Objective
     from hardneg.train.model import ContrastiveEncoder
     from hardneg.train.settings import TrainSettings
-    from hardneg.train.step_model import Objective, StepModel
+    from hardneg.train.step_model import StepModel
 
     torch.manual_seed(0)
     s = TrainSettings(init_model="random", max_length=MAX_LENGTH)

@@ -235,6 +235,7 @@ UNMAPPED = {
     ("train", "corpus"): "paths", ("train", "san"): "paths", ("train", "negation"): "paths",
     ("train", "paraphrase"): "paths", ("train", "senteval_dir"): "path", ("train", "out"): "path",
     ("train", "no_resume"): "switch", ("train", "list_presets"): "switch", ("train", "print_settings"): "switch",
+    ("train", "list_methods"): "switch",
     ("train", "threads"): "train.threads is the workflow job's thread count; here None = torch's own "
                           "(under torchrun: OMP_NUM_THREADS)",
 }

@@ -92,11 +92,11 @@ def test_cross_field_rules_accept_the_shipped_combinations():
 
 def test_schema_method_enums_are_the_presets():
     """train.methods and the keys of train.presets accept exactly the presets hardneg has."""
-    from hardneg.train.presets import PRESETS
+    from hardneg.train.methods import preset_names
 
     train = load_schema()["properties"]["train"]["properties"]
-    assert sorted(train["methods"]["items"]["enum"]) == sorted(PRESETS)
-    assert sorted(train["presets"]["propertyNames"]["enum"]) == sorted(PRESETS)
+    assert sorted(train["methods"]["items"]["enum"]) == sorted(preset_names(builtin_only=True))
+    assert sorted(train["presets"]["propertyNames"]["enum"]) == sorted(preset_names(builtin_only=True))
 
 
 def test_san_key_batch_shape_is_the_schema_defaults():

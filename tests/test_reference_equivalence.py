@@ -23,9 +23,10 @@ import torch.nn.functional as F
 import yaml
 
 from hardneg.train import distributed as D
-from hardneg.train.presets import PRESETS, build_settings
+from hardneg.train.methods import preset
+from hardneg.train.methods.objective import Objective
+from hardneg.train.presets import build_settings
 from hardneg.train.reading import REFERENCE, REFERENCE_CODE, reading
-from hardneg.train.step_model import Objective
 from hardneg.train.teachers import Teachers, TeacherSpec
 
 OVERLAY = Path(__file__).resolve().parents[1] / "experiments" / "reference" / "san-table3.yaml"
@@ -217,7 +218,7 @@ def teacher_views(s, table: dict, fed_student_ids: bool) -> dict:
 def teacher_pooler(t: dict) -> str:
     """A teacher's pooler as ``resolve_specs`` finds it: given, else a method teacher's export
     (its preset's pooler), else [CLS] before the pooler."""
-    return t.get("pooler") or (PRESETS[t["method"]]["pooler"] if "method" in t else "cls_before_pooler")
+    return t.get("pooler") or (preset(t["method"]).settings["pooler"] if "method" in t else "cls_before_pooler")
 
 
 def ours(s, z: dict, tables: list[dict]) -> torch.Tensor:

@@ -17,7 +17,7 @@ import pytest
 from hardneg.report import collect
 from hardneg.report.build import OUTPUTS, build_report
 from hardneg.shards import write_shard
-from hardneg.train.presets import METHOD_PAPER, PAPER_URLS, PRESETS
+from hardneg.train.methods import papers, preset, preset_names, presets
 
 CHROMIUM = Path("/usr/bin/chromium")
 # SentEval names in the order the report shows them (headers STS-B, SICK-R).
@@ -151,7 +151,7 @@ def test_one_column_order_dash_for_one_seed_links_and_embedded_plots(seven, tmp_
     # one seed (sncse, baseline): "—", never "± 0.0"; two seeds: mean ± sample std
     assert "± 0.00<" not in html and ">70.00 ± —<" in html and ">61.00 ± 1.41<" in html
     for method, seeds in (("simcse", 2), ("sncse", 1)):
-        url = PAPER_URLS[METHOD_PAPER[method]]
+        url = presets()[method].paper.url
         assert html.count(f'<a href="{url}"') == 1 + seeds, method  # summary row + per-seed rows
     assert "<a " not in html[html.index(">baseline<") - 40:html.index(">baseline<")]
     # the plot sits in the page beside its table, byte for byte the PNG written next to it
@@ -163,9 +163,9 @@ def test_one_column_order_dash_for_one_seed_links_and_embedded_plots(seven, tmp_
 
 
 def test_every_preset_names_its_paper_family():
-    assert set(METHOD_PAPER) == set(PRESETS)
-    assert {f for f in METHOD_PAPER.values() if f} <= set(PAPER_URLS)
-    for url in PAPER_URLS.values():
+    known = {p for p in vars(papers).values() if isinstance(p, papers.Paper)}
+    assert all(preset(n).paper in known for n in preset_names(builtin_only=True))
+    for url in (p.url for p in known if p.url is not None):
         assert re.fullmatch(r"https://(arxiv\.org/abs/\d{4}\.\d{5}|aclanthology\.org/[\w.-]+/)", url), url
 
 

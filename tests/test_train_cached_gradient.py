@@ -20,10 +20,11 @@ from test_train_trainer import (  # noqa: F401  # fixtures and the DDP worker
 from hardneg.train import cached_gradient
 from hardneg.train import distributed as D
 from hardneg.train.cached_gradient import CachedStep, chunk_tokens
+from hardneg.train.methods import preset
+from hardneg.train.methods.objective import Objective
 from hardneg.train.model import ContrastiveEncoder
-from hardneg.train.presets import PRESETS
 from hardneg.train.settings import TrainSettings
-from hardneg.train.step_model import Objective, StepModel
+from hardneg.train.step_model import StepModel
 from hardneg.train.teachers import Teachers, TeacherSpec
 from hardneg.train.trainer import train
 
@@ -49,20 +50,20 @@ FAMILIES = {
 
 def _settings(method: str, dropout: float, **kw) -> TrainSettings:
     over = {"batch_size": N, "max_length": MAX_LEN, "dropout": dropout, "allow_untrained_teacher": True}
-    if PRESETS[method].get("negatives") == "san":
+    if preset(method).settings.get("negatives") == "san":
         over["san_dropout"] = 0.2 if dropout else 0.0
     if method == "sncse":
         over["bml_weight"] = 1.0  # the preset's 1e-3 would leave the BML gradient below the bound
     if method == "syncse":
         over["syncse_negatives"] = 2
         over["syncse_projection_dropout"] = dropout
-    return TrainSettings.from_dict({**PRESETS[method], "method": method, "init_model": "tiny", **over, **kw})
+    return TrainSettings.from_dict({**preset(method).settings, "method": method, "init_model": "tiny", **over, **kw})
 
 
 def _tiny_encoder(tokenizer, s: TrainSettings, seed: int = 0, mlp: bool | None = None) -> ContrastiveEncoder:
     from transformers import BertConfig, BertModel
 
-    from hardneg.train import replacement_terms
+    from hardneg.train.methods.objective import prepare_encoder
 
     torch.manual_seed(seed)
     p = s.dropout or 0.0
@@ -71,7 +72,7 @@ def _tiny_encoder(tokenizer, s: TrainSettings, seed: int = 0, mlp: bool | None =
                      attention_probs_dropout_prob=p)
     enc = ContrastiveEncoder(BertModel(cfg, add_pooling_layer=False), tokenizer, s.pooler, s.max_length,
                              s.mlp_only_train if mlp is None else mlp)
-    replacement_terms.install_projection(enc, s)
+    prepare_encoder(enc, s)
     return enc.double().train()
 
 
@@ -189,7 +190,7 @@ def test_chunks_split_every_view_and_the_last_chunk_is_partial():
 @pytest.mark.parametrize("method", ["hicl_simcse", "hicl_sncse"])
 def test_unsupported_method_is_refused_naming_the_setting(method):
     with pytest.raises(ValueError) as err:
-        TrainSettings.from_dict({**PRESETS[method], "method": method, "mini_batch_size": 64})
+        TrainSettings.from_dict({**preset(method).settings, "method": method, "mini_batch_size": 64})
     msg = str(err.value)
     assert "mini_batch_size" in msg and method in msg and "\n" not in msg
 
@@ -256,7 +257,7 @@ def test_out_of_memory_error_suggests_mini_batch_size_where_it_applies():
     from hardneg.train.trainer import out_of_memory
 
     def message(**kw) -> str:
-        s = TrainSettings.from_dict({**PRESETS[kw.pop("method", "simcse")], **kw})
+        s = TrainSettings.from_dict({**preset(kw.pop("method", "simcse")).settings, **kw})
         return str(out_of_memory(torch.OutOfMemoryError("CUDA out of memory."), s, torch.device("cpu")))
 
     assert "set mini_batch_size" in message()

@@ -58,11 +58,12 @@ def test_export_matches_training_representation(tmp_path, tiny_mlm_dir, pooler, 
 def test_every_preset_exports_a_tested_representation():
     """Each preset's exported (pooler, template) is one the test above checks against
     SentenceTransformer(folder), so every preset's export loads there with equal embeddings."""
-    from hardneg.train.presets import METHODS, build_settings
+    from hardneg.train.methods import preset_names
+    from hardneg.train.presets import build_settings
 
     tested = {("cls", None), ("cls_before_pooler", None), ("avg", None), ("avg_first_last", None),
               ("avg_top2", None), ("mask", "sncse1"), ("avg", "sncse2")}
-    for method in METHODS:
+    for method in preset_names():
         s = build_settings(method, "bert-base-uncased", 1, overrides={"allow_untrained_teacher": True})
         rep = (s.export_pooler, s.templates[0] if s.templates else None)
         assert rep in tested, (method, rep)

@@ -294,7 +294,7 @@ def corpus(tmp_path_factory, mirror_dir):
         text = [next(fh).strip() for _ in range(16)]
     text[0] = " ".join([text[0]] * 6)  # one long sentence: several HiCL segments
     text[1] = "Short one."  # shorter than one segment
-    d = tmp_path_factory.mktemp("replacement_terms")
+    d = tmp_path_factory.mktemp("contrast_terms")
     frame = pl.DataFrame({"id": pl.Series(range(16), dtype=pl.Int64), "text": text})
     c = str(write_shard(frame, d / "corpus.parquet"))
     n = str(write_shard(frame.with_columns(negation=pl.Series(["Not " + x for x in text]), rule=pl.lit("prefix"),
@@ -380,9 +380,9 @@ def test_hicl_ddp_two_processes_matches_single_process(tmp_path, tiny_mlm_dir, c
 
 def test_syncse_layer_wise_learning_rates(tiny_mlm_dir):
     # SynCSE "Training optimizations": a lower rate for the pretrained encoder, a higher one for the projection
+    from hardneg.train.methods.objective import prepare_encoder as install_projection
     from hardneg.train.model import ContrastiveEncoder
     from hardneg.train.presets import build_settings
-    from hardneg.train.replacement_terms import install_projection
 
     s = build_settings("syncse", str(tiny_mlm_dir), 1)
     assert s.head_lr is not None and s.head_lr > s.lr

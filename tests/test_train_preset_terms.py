@@ -15,14 +15,16 @@ from torch import nn
 
 from hardneg.shards import write_shard
 from hardneg.train import distributed as D
+from hardneg.train import methods as registry
 from hardneg.train.data import load_training_data
+from hardneg.train.methods.objective import Objective
 from hardneg.train.objectives import RankingConsistency, js_divergence, listnet
 from hardneg.train.objectives.osscse import RecallLoss
 from hardneg.train.objectives.rankcse import reference_clamped_js
-from hardneg.train.presets import METHOD_SOURCES, PRESETS, build_settings
+from hardneg.train.presets import build_settings
 from hardneg.train.settings import TrainSettings
+from hardneg.train.step_model import StepModel
 from hardneg.train.teachers import TeacherError, load_teachers, resolve_specs
-from hardneg.train.trainer import Objective, StepModel
 
 EPS32 = torch.finfo(torch.float32).eps
 
@@ -129,7 +131,7 @@ class _Backbone(nn.Module):
 
 @pytest.mark.parametrize("method", sorted(TERMS))
 def test_each_preset_has_exactly_its_papers_terms(method):
-    assert set(TERMS) <= set(PRESETS) and method in METHOD_SOURCES
+    assert set(TERMS) <= set(registry.preset_names()) and registry.preset(method).source
     s = preset(method)
     g = torch.Generator().manual_seed(0)
     emb = {k: torch.randn(4, 3, generator=g) for k in ("anchor", "positive", "san", "negation", "paraphrase")}
@@ -345,4 +347,4 @@ def test_method_table_lists_source_and_non_default_settings(tmp_path):
     t = {r["method"]: r for r in method_table(paths).iter_rows(named=True)}
     assert t["sncse"]["non-default settings"] == "lr: 1e-05 -> 2e-05" and t["sncse"]["seeds"] == "1, 2"
     assert t["simcse"]["non-default settings"] == "none"
-    assert t["sncse"]["paper source"] == METHOD_SOURCES["sncse"]
+    assert t["sncse"]["paper source"] == registry.preset("sncse").source

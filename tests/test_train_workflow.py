@@ -14,19 +14,20 @@ import yaml
 from hardneg.cli import main as cli_main
 from hardneg.config import ConfigError, load_config
 from hardneg.shards import write_shard
-from hardneg.train.presets import PRESETS, settings_from_config
+from hardneg.train.methods import presets
+from hardneg.train.presets import settings_from_config
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_presets_carry_the_papers_hyperparameters():
-    assert PRESETS["simcse"]["lr"] == 3e-5 and PRESETS["simcse"]["temperature"] == 0.05
-    assert PRESETS["simcse_san"]["tau2"] == 0.08 and PRESETS["simcse_san"]["san_dropout"] == 0.2
-    assert PRESETS["sncse_san"]["tau2"] == 0.1 and PRESETS["sncse"]["batch_size"] == 256
-    o = PRESETS["osscse"]
+    assert presets()["simcse"].settings["lr"] == 3e-5 and presets()["simcse"].settings["temperature"] == 0.05
+    assert presets()["simcse_san"].settings["tau2"] == 0.08 and presets()["simcse_san"].settings["san_dropout"] == 0.2
+    assert presets()["sncse_san"].settings["tau2"] == 0.1 and presets()["sncse"].settings["batch_size"] == 256
+    o = presets()["osscse"].settings
     assert (o["margin_alpha"], o["margin_beta"], o["margin_weight"], o["recall_gamma"]) == (0.05, 0.2, 1e-3, 2e-3)
     assert (o["lr"], o["batch_size"], o["epochs"]) == (1e-5, 64, 2)
-    assert PRESETS["rankcse_san"]["listmle_weight"] == 0.4 and PRESETS["rankcse_san"]["post_process"]
+    assert presets()["rankcse_san"].settings["listmle_weight"] == 0.4 and presets()["rankcse_san"].settings["post_process"]
 
 
 def test_config_layers_and_schema_errors():

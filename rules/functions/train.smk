@@ -2,7 +2,12 @@
 # rules). Paths and settings: rules/functions/paths.smk.
 
 from hardneg.train.model_card import hub_datasets
-from hardneg.train.presets import METHODS as TRAIN_METHODS, settings_from_config
+from hardneg.train.methods import load_modules, preset_names
+from hardneg.train.presets import settings_from_config
+
+# the built-in presets and those of train.method_modules (a researcher's own, docs/extending.md)
+load_modules(_TRAIN_CFG["method_modules"])
+TRAIN_METHODS = preset_names()
 
 # column a method needs -> the path helper (rules/functions/paths.smk) giving its shard
 _AUG_SHARD = {"san": san_shard, "negation": negation_shard, "paraphrase": paraphrase_shard}

@@ -114,15 +114,36 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
     schema = load_schema(schema_path)
     if isinstance(config, dict):
         fill_defaults(config, schema)
+    module_problems = _accept_method_modules(config, schema)
     validator = Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
-    problems = [_describe(e) for e in errors] + _value_errors(config)
+    problems = module_problems + [_describe(e) for e in errors] + _value_errors(config)
     if not problems:  # cross-field rules assume a schema-valid config
         problems = _cross_field_errors(config)
     if problems:
         lines = "\n  - ".join(problems)
         raise ConfigError(f"invalid configuration:\n  - {lines}")
     return config
+
+
+def _accept_method_modules(config: Any, schema: dict) -> list[str]:
+    """Register the researcher's own methods of ``train.method_modules`` (docs/extending.md) and let
+    the schema's method enums (built-in presets, tied to the registry by a test) accept their
+    presets too; a module that cannot be loaded is a problem naming it."""
+    train = config.get("train") if isinstance(config, dict) else None
+    specs = train.get("method_modules") if isinstance(train, dict) else None
+    if not specs or not isinstance(specs, list):
+        return []
+    from hardneg.train.methods import load_modules
+
+    try:
+        names = load_modules(specs)
+    except ValueError as exc:
+        return [str(exc)]
+    node = schema["properties"]["train"]["properties"]
+    for enum in (node["methods"]["items"]["enum"], node["presets"]["propertyNames"]["enum"]):
+        enum.extend(n for n in names if n not in enum)
+    return []
 
 
 def _value_errors(node: Any, path: str = "") -> list[str]:

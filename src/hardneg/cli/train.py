@@ -12,7 +12,8 @@ from hardneg.config import schema_default
 
 
 def _parse_set(items: list[str]) -> dict:
-    out = {}
+    """``KEY=VALUE`` pairs as settings; a dotted key nests (``method_settings.NAME.weight=0.2``)."""
+    out: dict = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -23,7 +24,13 @@ def _parse_set(items: list[str]) -> dict:
                 parsed = float(parsed)
             except ValueError:
                 pass
-        out[key.strip()] = parsed
+        *parents, leaf = key.strip().split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):  # the CLI prints ValueErrors as one line
+                raise ValueError(f"--set {item!r}: {part} is set to a value, not a mapping")  # noqa: TRY004
+        node[leaf] = parsed
     return out
 
 
@@ -38,8 +45,9 @@ def resolve_settings(args: argparse.Namespace):
             raise FileNotFoundError(f"--settings: file not found: {args.settings}") from None
         except json.JSONDecodeError as exc:
             raise ValueError(f"--settings {args.settings}: invalid JSON: {exc}") from None
-        d.update(_parse_set(args.set))
-        return TrainSettings.from_dict(d)
+        from hardneg.train.presets import merge_settings
+
+        return TrainSettings.from_dict(merge_settings(d, _parse_set(args.set)))
     from hardneg.train.presets import settings_from_config
 
     train_cfg: dict = {}
@@ -58,11 +66,18 @@ def resolve_settings(args: argparse.Namespace):
 
 
 def _train(args: argparse.Namespace) -> int:
-    from hardneg.train.presets import PRESETS
+    from hardneg.train import methods
     from hardneg.train.run import run_train
 
+    if args.configfile:  # a config's train.method_modules register the researcher's own methods
+        from hardneg.config import load_config
+
+        methods.load_modules(load_config(args.configfile).get("train", {}).get("method_modules"))
     if args.list_presets:
-        print(json.dumps(PRESETS, indent=2, sort_keys=True))
+        print(json.dumps({n: p.settings for n, p in methods.presets().items()}, indent=2, sort_keys=True))
+        return 0
+    if args.list_methods:
+        print(json.dumps([m.describe() for m in methods.methods().values()], indent=2))
         return 0
     settings = resolve_settings(args)
     if args.print_settings:
@@ -84,18 +99,23 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
+    from hardneg.train.methods import preset_names
+
     p = subparsers.add_parser(
-        "train", help="train one method x seed (simcse, simcse_san, sncse, sncse_san, osscse, rankcse_san)",
+        "train", help=f"train one method x seed ({', '.join(preset_names())})",
         description="Train a sentence encoder with a method preset; export a sentence-transformers folder "
                     "to OUT/model. Multi-GPU: torchrun --nproc_per_node N -m hardneg train ...",
     )
-    p.add_argument("--method", help="preset name (see --list-presets)")
+    p.add_argument("--method", help=f"preset name: {', '.join(preset_names())}, or one from train.method_modules "
+                                    "in --configfile (see --list-presets)")
     p.add_argument("--init-model", help="starting encoder: hub id, folder, or package:NAME")
     p.add_argument("--seed", type=int, default=None,
                    help="default: the first of train.seeds in --configfile, else of the schema's "
                         f"train.seeds ({schema_default('train.seeds')[0]})")
     p.add_argument("--configfile", nargs="+", help="config.yaml [overlays]: uses the train section")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a train setting (repeatable)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a train setting (repeatable); a dotted key sets a nested one "
+                        "(method_settings.NAME.KEY=VALUE)")
     p.add_argument("--settings", help="a full settings JSON file (as written by the workflow)")
     p.add_argument("--corpus", nargs="+", help="corpus shards (id, text)")
     p.add_argument("--san", nargs="+", help="SAN shards, one per corpus shard (column san)")
@@ -113,5 +133,7 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's own; under torchrun: OMP_NUM_THREADS)")
     p.add_argument("--list-presets", action="store_true", help="print the method presets and exit")
+    p.add_argument("--list-methods", action="store_true",
+                   help="print the methods presets combine (paper, role, views, own settings) and exit")
     p.add_argument("--print-settings", action="store_true", help="print the resolved settings and exit")
     p.set_defaults(func=_train)

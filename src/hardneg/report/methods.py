@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from hardneg.train.presets import METHOD_PAPER, METHOD_SOURCES, PAPER_URLS, PRESETS
+from hardneg.train import methods as registry
 from hardneg.train.reading import reading
 from hardneg.train.settings import NON_STRUCTURAL, TrainSettings
 
@@ -30,9 +30,9 @@ def read_summary(path: str | Path) -> dict:
         raise ValueError(f"{path}: cannot read the training summary ({exc})") from exc
 
 def paper_url(method: str) -> str | None:
-    """The paper of ``method``'s family (``METHOD_PAPER``), or None (baseline, no confirmed link)."""
-    family = METHOD_PAPER.get(method)
-    return PAPER_URLS.get(family) if family else None
+    """The link of the paper ``method``'s preset follows, or None (no preset, no confirmed link)."""
+    p = registry.presets().get(method)
+    return p.paper.url if p is not None and p.paper is not None else None
 
 
 def paper_links(methods: Iterable[str]) -> dict[str, str]:
@@ -40,12 +40,22 @@ def paper_links(methods: Iterable[str]) -> dict[str, str]:
     return {m: url for m in methods if (url := paper_url(m))}
 
 
+def source(method: str) -> str:
+    """The paper section / reference file ``method``'s preset takes its values from."""
+    p = registry.presets().get(method)
+    return p.source if p is not None else "(no source recorded)"
+
+
 def deviations(settings: dict) -> list[str]:
     """``key: preset -> run`` for every setting of a run that differs from its method's preset."""
     method = settings.get("method")
-    if method not in PRESETS:
+    registry.load_modules(settings.get("method_modules"))  # a researcher's own method's preset
+    if method not in registry.presets():
         return [f"method {method!r}: no preset"]
-    base = TrainSettings.from_dict({**PRESETS[method], "method": method, "allow_untrained_teacher": True}).to_dict()
+    p = registry.preset(method)
+    origin = registry.module_of(method)
+    base = TrainSettings.from_dict({**p.settings, "method": method, "allow_untrained_teacher": True,
+                                    **({"method_modules": [origin]} if origin else {})}).to_dict()
     out = []
     for key in sorted(settings):
         if key in _IDENTITY or key in NON_STRUCTURAL:
@@ -74,7 +84,7 @@ def method_table(summaries: Iterable[str | Path]) -> pl.DataFrame:
         devs = {tuple(v) for v in seeds.values()}
         text = ("; ".join(next(iter(devs))) or "none") if len(devs) == 1 else \
             " | ".join(f"seed {k}: {'; '.join(v) or 'none'}" for k, v in sorted(seeds.items()))
-        rows.append({"method": method, "paper source": METHOD_SOURCES.get(method, "(no source recorded)"),
+        rows.append({"method": method, "paper source": source(method),
                      "reading": " | ".join(sorted(readings[method])),
                      "seeds": ", ".join(str(k) for k in sorted(seeds)), "non-default settings": text})
     schema = {"method": pl.String, "paper source": pl.String, "reading": pl.String, "seeds": pl.String,

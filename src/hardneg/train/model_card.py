@@ -31,7 +31,7 @@ HUB_STS_DATASETS: dict[str, tuple[str, str]] = {
 STSB_DEV = ("mteb/stsbenchmark-sts", "validation")
 FRAMEWORKS = ("hardneg", "sentence-transformers", "transformers", "torch", "tokenizers")
 
-# The papers behind each preset (hardneg.train.presets.PAPER_URLS); SimCSE is the base of all.
+# The papers behind each preset (hardneg.train.methods.papers); SimCSE is the base of all.
 BIBTEX: dict[str, str] = {
     "SimCSE": """@inproceedings{gao2021simcse,
   title = {{SimCSE}: Simple Contrastive Learning of Sentence Embeddings},
@@ -87,16 +87,13 @@ BIBTEX: dict[str, str] = {
 }""",
 }
 # the papers a method builds on besides its own (SAN's SNCSE+SAN and RankCSE+SAN recipes)
-_ALSO: dict[str, tuple[str, ...]] = {"sncse_san": ("SNCSE",), "rankcse_san": ("RankCSE",),
-                                     "rlrd_san": ("RankCSE",), "hicl_sncse": ("SNCSE",)}
-
-
 def citations(method: str) -> list[str]:
     """BibTeX entries of ``method``'s paper(s), SimCSE first (every method extends it)."""
-    from hardneg.train.presets import METHOD_PAPER
+    from hardneg.train.methods import presets
 
+    p = presets().get(method)
     names = ["SimCSE"]
-    for name in (METHOD_PAPER.get(method), *_ALSO.get(method, ())):
+    for name in ((p.paper.name if p.paper else None, *p.also) if p is not None else ()):
         if name and name not in names:
             names.append(name)
     return [BIBTEX[n] for n in names if n in BIBTEX]
@@ -115,10 +112,12 @@ def framework_versions() -> dict[str, str]:
 
 def changed_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The settings that differ from the method's preset (the preset alone for a non-preset method)."""
-    from hardneg.train.presets import PRESETS, build_settings
+    from hardneg.train.methods import load_modules, presets
+    from hardneg.train.presets import build_settings
 
     method = settings.get("method")
-    if method not in PRESETS:
+    load_modules(settings.get("method_modules"))  # a researcher's own method's preset
+    if method not in presets():
         return dict(settings)
     preset = build_settings(method, settings["init_model"], int(settings["seed"])).to_dict()
     return {k: v for k, v in settings.items() if preset.get(k) != v}

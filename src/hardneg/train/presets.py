@@ -1,7 +1,9 @@
-"""Method presets with the papers' hyper-parameters (BERT-base rows).
+"""Method presets with the papers' hyper-parameters (BERT-base rows): data over the methods of
+``hardneg.train.methods``, registered there (``PRESETS``).
 
 Sources: SimCSE (notes: unsupervised defaults), SAN paper Table 6 / Appendix C, SNCSE (notes),
-OssCSE Appendix A, RankCSE (notes), HNCSE §4.2, HiCL A.3/Table 13, SynCSE (no values given). A preset is a partial TrainSettings; config overrides win.
+OssCSE Appendix A, RankCSE (notes), HNCSE §4.2, HiCL A.3/Table 13, SynCSE (no values given). A
+preset's settings are a partial TrainSettings; config overrides win.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from hardneg.train.methods import papers
+from hardneg.train.methods.records import Preset
 from hardneg.train.settings import TrainSettings
 
 _SIMCSE: dict[str, Any] = {
@@ -59,36 +63,44 @@ _HICL = {"hicl": True, "hicl_segment_length": 32, "hicl_max_tokens": 512, "batch
 # all-gathers the views, so W devices train on W x batch_size with global in-batch negatives;
 # SNCSE's, SAN's SimCSE/SNCSE/RLRD and HNCSE's code never all-gather (per-device negatives). The
 # papers' numbers are one device's batch: on W devices set batch_size / W (docs/training.md).
-PRESETS: dict[str, dict[str, Any]] = {
-    "simcse": {**_SIMCSE},
+# ``source``: the report's method table; ``paper``: the link of the report's tables (the *_san
+# presets and RLRD+SAN are SAN's, its Table 6); ``also``: further papers a model card cites.
+PRESETS: list[Preset] = [
+    Preset("simcse", papers.SIMCSE, "SimCSE (Gao et al. 2021) §3, unsupervised; SAN Table 3 baseline",
+           {**_SIMCSE}),
     # SAN Table 6 (SimCSE+SAN, BERT-base): tau2 0.08, p2 0.2, HiNCE
-    "simcse_san": {**_SIMCSE, "negatives": "san", "tau2": 0.08, "san_dropout": 0.2},
+    Preset("simcse_san", papers.SAN, "SAN (bcai01/SAN) §3.2 Eq. 2 (HiNCE), Table 6",
+           {**_SIMCSE, "negatives": "san", "tau2": 0.08, "san_dropout": 0.2}),
     # SAN's SimCSE+SAN BERT-large run, RankCSE+SAN's second teacher in SAN's code (bcai01/SAN
     # models/SimCSE/run_scripts/1604.custom-model-scd-bert-large.sh): bert-large-uncased, batch 64,
     # lr 1e-5, tau 0.05, scd_temp (tau2) 0.1, p2 0.2, [CLS] + MLP in training, 1 epoch, fp32
-    "simcse_san_large": {**_SIMCSE, "negatives": "san", "tau2": 0.1, "san_dropout": 0.2, "lr": 1e-5},
+    Preset("simcse_san_large", papers.SAN,
+           ("SAN's SimCSE+SAN BERT-large run (bcai01/SAN run script 1604), the RankCSE+SAN "
+            "reference's second teacher"),
+           {**_SIMCSE, "negatives": "san", "tau2": 0.1, "san_dropout": 0.2, "lr": 1e-5},
+           init_model="bert-large-uncased"),
     # SNCSE BERT-base: batch 256, lr 1e-5, BML alpha 0.1 beta 0.3 weight 1e-3
-    "sncse": {
+    Preset("sncse", papers.SNCSE, "SNCSE (Wang et al. 2022) §3, BML; reference Sense-GVT/SNCSE train_SNCSE.sh", {
         **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 256, "lr": 1e-5,
         "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
-    },
+    }),
     # SAN Eq. 4 + Table 6 (SNCSE+SAN): HiNCE with tau2 0.1, p2 0.2, + lambda*BML
-    "sncse_san": {
+    Preset("sncse_san", papers.SAN, "SAN §3.3 Eq. 4 (HiNCE + lambda*BML), Table 6", {
         **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 256, "lr": 1e-5,
         "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
         "negatives": "san", "tau2": 0.1, "san_dropout": 0.2,
-    },
+    }, also=("SNCSE",)),
     # OssCSE Appendix A: batch 64, lr 1e-5, 2 epochs, alpha .05 beta .2 lambda 1e-3, gamma 2e-3
-    "osscse": {
+    Preset("osscse", papers.OSSCSE, "OssCSE (surface-structure bias) §4 Eq. 3-5, Appendix A", {
         **_SIMCSE, **_PROMPT, "batch_size": 64, "lr": 1e-5, "epochs": 2,
         "margin_weight": 1e-3, "margin_alpha": 0.05, "margin_beta": 0.2, "recall_gamma": 2e-3,
-    },
+    }),
     # SAN Eq. 6 + Table 6 (RankCSE+SAN): beta*Lcons + gamma*LListMLE + LHiNCE (tau2 0.05, p2 0.2)
     # + lambda*LListMLE+SAN (lambda 0.4, tau3 0.05), post-processing
-    "rankcse_san": {
+    Preset("rankcse_san", papers.SAN, "SAN §3.3 Eq. 5-6 (RankCSE+SAN), Table 6", {
         **_RANKCSE, "negatives": "san", "tau2": 0.05, "san_dropout": 0.2,
         "listmle_weight": 0.4, "listmle_tau": 0.05, "post_process": True,
-    },
+    }, also=("RankCSE",)),
     # SAN Eq. 7 + Table 6 (RLRD+SAN): zeta*LHiNCE (tau2 0.1, p2 0.2) + mu*LBML (SNCSE's 1e-3, 0.1,
     # 0.3) + lambda*LListMLE + beta*LListMLE+SAN with the weights the reference trains
     # (bcai01/SAN models/rlrd/rankcse/trainers_rl_5.py compute_loss: loss_o + t_lmb * kd_loss,
@@ -98,7 +110,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # magnitude above InfoNCE). Prompts + MLP in training, batch 128, lr 3e-5, 4 epochs (Table 10),
     # post-processing; teachers SNCSE and SimCSE-large at 0.5 / 0.5 (RLRD's RL agent, which
     # switches each teacher on or off per step, is not implemented: both always on)
-    "rlrd_san": {
+    Preset("rlrd_san", papers.SAN,
+           ("SAN §3.3 Eq. 7 (RLRD+SAN), Table 6; weights lambda 1e-3, beta 2e-4, tau3 0.1 from SAN's RLRD "
+            "code (t_lmb x ListMLE terms); RLRD's RL teacher weighting not implemented"), {
         **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 128, "lr": 3e-5, "epochs": 4,
         "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
         "distill_weight": 1e-3, "distill_loss": "listmle", "distill_tau": 0.05,
@@ -107,70 +121,52 @@ PRESETS: dict[str, dict[str, Any]] = {
         "teachers": [{"method": "sncse", "weight": 0.5},
                      {"model": "princeton-nlp/unsup-simcse-bert-large-uncased", "weight": 0.5,
                       "pooler": "cls_before_pooler"}],
-    },
+    }, also=("RankCSE",)),
     # RankCSE without SAN (SAN Table 3 baseline): InfoNCE + beta*Lcons + gamma*LListMLE
-    "rankcse": {**_RANKCSE},
-    # --- methods whose term replaces InfoNCE (hardneg.train.replacement_terms) ---
+    Preset("rankcse", papers.RANKCSE,
+           "RankCSE (Liu et al. 2023): InfoNCE + JS consistency + ListMLE distillation; SAN Table 3 baseline",
+           {**_RANKCSE}),
+    # --- presets whose contrast term replaces InfoNCE (HNCSE, HiCL, SynCSE) ---
     # HNCSE §4.2 + the authors' run_unsup_example.sh: SimCSE's setting (batch 64, lr 3e-5, len 32,
     # tau 0.05, [CLS] + MLP in training, 1 epoch); K 10 and s 40 from the authors' code
-    "hncse_pm": {**_SIMCSE, "hncse": "pm", "hncse_pm_margin": 0.1},
-    "hncse_hnm": {**_SIMCSE, "hncse": "hnm", "hncse_top_k": 10, "hncse_mixes": 40, "hncse_mix_alpha": None},
+    Preset("hncse_pm", papers.HNCSE, "HNCSE §3.1 Eq. 2-3, §4.2 + authors' run_unsup_example.sh (SimCSE setting)",
+           {**_SIMCSE, "hncse": "pm", "hncse_pm_margin": 0.1}),
+    Preset("hncse_hnm", papers.HNCSE, "HNCSE §3.2 Eq. 4, 7-8; K=10, s=40 from the authors' code",
+           {**_SIMCSE, "hncse": "hnm", "hncse_top_k": 10, "hncse_mixes": 40, "hncse_mix_alpha": None}),
     # HiCL A.3 (base models: batch 256, fp32), Table 13 (BERT-base SimCSE: alpha 0.15, lr 5e-5),
     # §5.3 slicing length 32, A.1 sequence truncation 512
-    "hicl_simcse": {**_SIMCSE, **_HICL, "hicl_alpha": 0.15, "lr": 5e-5},
+    Preset("hicl_simcse", papers.HICL,
+           "HiCL §3.1-3.2 Eq. 1-2, A.3 (batch 256, fp32), Table 13 (SimCSE-BERT-base: alpha 0.15, lr 5e-5)",
+           {**_SIMCSE, **_HICL, "hicl_alpha": 0.15, "lr": 5e-5}),
     # HiCL + SNCSE (prompt around each segment, BML on aggregated negations); Table 13: alpha 0.01, lr 1e-5
-    "hicl_sncse": {
+    Preset("hicl_sncse", papers.HICL,
+           "HiCL §3.1-3.2 Eq. 1-2, A.3 (batch 256, fp32), Table 13 (SNCSE-BERT-base: alpha 0.01, lr 1e-5)", {
         **_SIMCSE, **_SNCSE_PROMPT, **_HICL, "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
         "hicl_alpha": 0.01, "lr": 1e-5,
-    },
+    }, also=("SNCSE",)),
     # SynCSE Eq. 5-7; the paper gives no batch/lr/k/delta/tau: SimCSE's setting, k 4, delta 0.6,
     # refresh every 1000 steps; its layer-wise rates (lower for the encoder, higher for the
     # projection) without values: encoder 3e-5, projection 10x = 3e-4 (docs/deviations.md)
-    "syncse": {
+    Preset("syncse", papers.SYNCSE, "SynCSE Eq. 5-7; k, delta, tau, refresh not given by the paper (ours, docs/deviations.md)", {
         **_SIMCSE, "syncse": True, "head_lr": 3e-4, "syncse_negatives": 4, "syncse_delta": 0.6, "syncse_refresh_every": 1000,
         "syncse_weights": "alignment", "syncse_in_batch": True, "syncse_projection_dropout": 0.1,
-    },
-}
-# presets that fix their own backbone (a reference run on another model size): it replaces
-# train.init_model for that method only
-PRESET_INIT_MODELS: dict[str, str] = {"simcse_san_large": "bert-large-uncased"}
-# method -> its paper source (report's method table)
-METHOD_SOURCES: dict[str, str] = {
-    "simcse": "SimCSE (Gao et al. 2021) §3, unsupervised; SAN Table 3 baseline",
-    "simcse_san": "SAN (bcai01/SAN) §3.2 Eq. 2 (HiNCE), Table 6",
-    "simcse_san_large": ("SAN's SimCSE+SAN BERT-large run (bcai01/SAN run script 1604), the RankCSE+SAN "
-                         "reference's second teacher"),
-    "sncse": "SNCSE (Wang et al. 2022) §3, BML; reference Sense-GVT/SNCSE train_SNCSE.sh",
-    "sncse_san": "SAN §3.3 Eq. 4 (HiNCE + lambda*BML), Table 6",
-    "osscse": "OssCSE (surface-structure bias) §4 Eq. 3-5, Appendix A",
-    "rankcse_san": "SAN §3.3 Eq. 5-6 (RankCSE+SAN), Table 6",
-    "rlrd_san": ("SAN §3.3 Eq. 7 (RLRD+SAN), Table 6; weights lambda 1e-3, beta 2e-4, tau3 0.1 from SAN's RLRD "
-                 "code (t_lmb x ListMLE terms); RLRD's RL teacher weighting not implemented"),
-    "rankcse": "RankCSE (Liu et al. 2023): InfoNCE + JS consistency + ListMLE distillation; SAN Table 3 baseline",
-    "hncse_pm": "HNCSE §3.1 Eq. 2-3, §4.2 + authors' run_unsup_example.sh (SimCSE setting)",
-    "hncse_hnm": "HNCSE §3.2 Eq. 4, 7-8; K=10, s=40 from the authors' code",
-    "hicl_simcse": "HiCL §3.1-3.2 Eq. 1-2, A.3 (batch 256, fp32), Table 13 (SimCSE-BERT-base: alpha 0.15, lr 5e-5)",
-    "hicl_sncse": "HiCL §3.1-3.2 Eq. 1-2, A.3 (batch 256, fp32), Table 13 (SNCSE-BERT-base: alpha 0.01, lr 1e-5)",
-    "syncse": "SynCSE Eq. 5-7; k, delta, tau, refresh not given by the paper (ours, docs/deviations.md)",
-}
-# Each method's paper (arXiv abstract or ACL Anthology page), linked from the report's tables;
-# RLRD+SAN and the *_san variants are SAN's (its Table 6). SynCSE: no stable link confirmed.
-PAPER_URLS: dict[str, str] = {
-    "SimCSE": "https://arxiv.org/abs/2104.08821",
-    "SNCSE": "https://arxiv.org/abs/2201.05979",
-    "RankCSE": "https://arxiv.org/abs/2305.16726",
-    "SAN": "https://aclanthology.org/2025.findings-naacl.461/",
-    "OssCSE": "https://aclanthology.org/2023.emnlp-main.448/",
-    "HNCSE": "https://arxiv.org/abs/2411.12156",
-    "HiCL": "https://arxiv.org/abs/2310.09720",
-}
-METHOD_PAPER: dict[str, str | None] = {
-    "simcse": "SimCSE", "simcse_san": "SAN", "simcse_san_large": "SAN", "sncse": "SNCSE", "sncse_san": "SAN",
-    "osscse": "OssCSE", "rankcse_san": "SAN", "rlrd_san": "SAN", "rankcse": "RankCSE",
-    "hncse_pm": "HNCSE", "hncse_hnm": "HNCSE", "hicl_simcse": "HiCL", "hicl_sncse": "HiCL",
-    "syncse": None,
-}
-METHODS = tuple(PRESETS)
+    }),
+]
+
+
+def merge_settings(base: dict[str, Any], layer: dict[str, Any] | None) -> dict[str, Any]:
+    """``base`` with ``layer``'s settings on top (copies): a setting replaces the one below, except
+    ``method_settings``, whose methods' own settings merge key by key."""
+    out = copy.deepcopy(base)
+    for key, value in copy.deepcopy(layer or {}).items():
+        if key == "method_settings" and isinstance(value, dict) and isinstance(out.get(key), dict):
+            merged = out[key]
+            for name, own in value.items():
+                merged[name] = {**merged[name], **own} if isinstance(own, dict) and isinstance(
+                    merged.get(name), dict) else own
+        else:
+            out[key] = value
+    return out
 
 
 def build_settings(
@@ -181,21 +177,27 @@ def build_settings(
     method_overrides: dict[str, Any] | None = None,
 ) -> TrainSettings:
     """Preset for ``method`` <- global ``overrides`` <- per-method ``method_overrides``; a preset
-    with its own backbone (``PRESET_INIT_MODELS``) trains that instead of ``init_model``."""
-    if method not in PRESETS:
-        raise ValueError(f"train method {method!r} is not a preset (known: {', '.join(METHODS)})")
-    d = copy.deepcopy(PRESETS[method])
-    d.update(copy.deepcopy(overrides or {}))
-    d.update(copy.deepcopy(method_overrides or {}))
-    d.update(method=method, init_model=PRESET_INIT_MODELS.get(method, init_model), seed=seed)
+    with its own backbone (``Preset.init_model``) trains that instead of ``init_model``. A preset
+    from an external module carries the module (setting ``method_modules``) so that any process
+    reading the settings registers it first."""
+    from hardneg.train import methods
+
+    p = methods.preset(method)
+    d = merge_settings(merge_settings(p.settings, overrides), method_overrides)
+    d.update(method=method, init_model=p.init_model or init_model, seed=seed)
+    if (module := methods.module_of(method)) is not None:
+        d["method_modules"] = [module]
     return TrainSettings.from_dict(d)
 
 
 def settings_from_config(train_cfg: dict[str, Any], method: str, seed: int,
                          extra: dict[str, Any] | None = None) -> TrainSettings:
     """Settings for one method x seed from the config's ``train`` section: the preset, then
-    ``train.overrides`` (every method), then ``train.presets.<method>``, then ``extra``."""
-    per_method = dict((train_cfg.get("presets") or {}).get(method) or {})
-    per_method.update(extra or {})
+    ``train.overrides`` (every method), then ``train.presets.<method>``, then ``extra``; the
+    external method modules of ``train.method_modules`` are registered first."""
+    from hardneg.train.methods import load_modules
+
+    load_modules(train_cfg.get("method_modules"))
+    per_method = merge_settings((train_cfg.get("presets") or {}).get(method) or {}, extra)
     return build_settings(method, train_cfg["init_model"], int(seed),
                           overrides=train_cfg.get("overrides"), method_overrides=per_method)

@@ -1,4 +1,7 @@
-"""Training settings: one flat, validated record per run (a preset plus overrides)."""
+"""Training settings: one validated record per run (a preset plus overrides). Each method
+(``hardneg.train.methods``) reads and validates its own settings through ``Method.options``; the
+record keeps them under their config keys (``hicl_alpha``), an external method's nested under its
+name in ``method_settings``."""
 
 from __future__ import annotations
 
@@ -16,15 +19,14 @@ from hardneg.train.views import EXTRA_VIEWS, VIEW_TEMPLATE_CHOICES
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 NEGATIVES = ("none", "san")
 FAILED_AUGMENTATION = ("keep", "drop")
-RECALL_FORMS = ("coupled", "decoupled")
-DISTILL_LOSSES = ("listmle", "listnet")
-CONSISTENCY_FORMS = ("js", "reference_clamped")
 TEACHER_PRECISIONS = ("fp32", "fp16")
 TEACHER_INPUTS = ("own", "student")
 TEACHER_KEYS = {"model", "method", "weight", "pooler", "template", "seed"}
 # Settings left out of to_dict (so of the fingerprint, settings.json, summary.json and the rule
 # params) while unset: a run without them is keyed and written exactly as before they existed.
-OMITTED_WHEN_NONE = frozenset({"mini_batch_size"})
+OMITTED_WHEN_NONE = frozenset({"mini_batch_size", "method_settings", "method_modules"})
+# the order of the augmentation columns in needed_columns (the trainer reads them in this order)
+COLUMN_ORDER = ("san", "negation", "paraphrase")
 # Settings that do not change what is computed: a checkpoint stays resumable across them.
 # compile: how, not what, is computed (like the GPU model): a run may resume with it toggled
 NON_STRUCTURAL = frozenset({"eval_every", "checkpoint_every", "log_every", "show_progress", "compile"})
@@ -113,7 +115,7 @@ class TrainSettings:
     failed_augmentation: str = "keep"
     # the negation rules the run expects (the negation shard manifest's "rules" must match)
     negation_rules: str = "sncse"
-    # HNCSE / HiCL / SynCSE (hardneg.train.replacement_terms): HNCSE positive / hard negative mixing
+    # HNCSE / HiCL / SynCSE (hardneg.train.methods.hncse, .hicl, .syncse): HNCSE positive / hard negative mixing
     hncse: str = "none"  # none | pm (HNCSE-PM, §3.1) | hnm (HNCSE-HNM, §3.2)
     hncse_pm_margin: float = 0.1  # authors' code: mix also when (s_p - s_n)/s_p <= 0.1
     hncse_pm_single: bool = False  # Table 5 HNCSE-PM_single: mix only where s_n >= s_p
@@ -146,8 +148,17 @@ class TrainSettings:
     # of this many sentences, loss on the whole batch, re-run each chunk with its dropout replayed.
     # None: one pass (omitted from to_dict then, so unset runs keep their settings and keys)
     mini_batch_size: int | None = None
+    # external methods (train.method_modules): each one's own settings nested under its name,
+    # and the modules that define the run's preset (registered before validation, so a job
+    # process given only the settings knows the method). None for built-in methods.
+    method_settings: dict[str, dict[str, Any]] | None = None
+    method_modules: list[str] | None = None
 
     def __post_init__(self) -> None:
+        if self.method_modules:
+            from hardneg.train.methods import load_modules
+
+            load_modules(self.method_modules)
         self.validate()
 
     def validate(self) -> None:
@@ -196,7 +207,7 @@ class TrainSettings:
                 bad("mini_batch_size", why)
         if self.max_steps is not None and self.max_steps < 1:
             bad("max_steps", "must be >= 1 or null")
-        for name in ("lr", "temperature", "tau2", "listmle_tau"):
+        for name in ("lr", "temperature", "tau2"):
             if getattr(self, name) <= 0:
                 bad(name, "must be > 0")
         if self.head_lr is not None and self.head_lr <= 0:
@@ -206,11 +217,9 @@ class TrainSettings:
                 bad(name, "must be in [0, 1)")
         if self.dropout is not None and not 0 <= self.dropout < 1:
             bad("dropout", "must be in [0, 1) or null")
-        for name in ("bml_weight", "margin_weight", "recall_gamma", "listmle_weight", "weight_decay", "grad_clip"):
+        for name in ("weight_decay", "grad_clip"):
             if getattr(self, name) < 0:
                 bad(name, "must be >= 0")
-        if self.listmle_weight > 0 and self.negatives != "san":
-            bad("listmle_weight", "ListMLE+SAN needs negatives: san")
         if self.templates is not None:
             from hardneg.encoders.templates import get_template
 
@@ -229,25 +238,43 @@ class TrainSettings:
                     bad("view_templates", f"view {view!r}: must be one of {', '.join(VIEW_TEMPLATE_CHOICES)}")
         if self.negation_period_fallback and not self.append_period:
             bad("negation_period_fallback", "reproduces a quirk of SNCSE's period appending: needs append_period: true")
-        for name, choices in (("recall_form", RECALL_FORMS), ("distill_loss", DISTILL_LOSSES),
-                              ("consistency_form", CONSISTENCY_FORMS),
-                              ("teacher_precision", TEACHER_PRECISIONS), ("teacher_inputs", TEACHER_INPUTS),
+        for name, choices in (("teacher_precision", TEACHER_PRECISIONS), ("teacher_inputs", TEACHER_INPUTS),
                               ("failed_augmentation", FAILED_AUGMENTATION)):
             if getattr(self, name) not in choices:
                 bad(name, f"must be one of {', '.join(choices)}")
         if not isinstance(self.negation_rules, str) or not self.negation_rules:
             bad("negation_rules", "must be a rule-set name (sncse, root)")
-        if self.distill_tau <= 0:
-            bad("distill_tau", "must be > 0")
         if not 0 <= self.listmle_eps < 1:
             bad("listmle_eps", "must be in [0, 1) (the reference code's 1e-7, or 0)")
-        for name in ("consistency_weight", "distill_weight"):
-            if getattr(self, name) < 0:
-                bad(name, "must be >= 0")
-        self._validate_teachers(bad)
-        from hardneg.train.replacement_terms import validate as validate_replacement_terms
+        self._validate_method_settings(bad)
+        from hardneg.train.methods import objective
 
-        validate_replacement_terms(self, bad)
+        objective.validate(self, bad)  # each method's own settings, one contrast term per run
+        self._validate_teachers(bad)
+
+    def _validate_method_settings(self, bad) -> None:
+        from hardneg.train import methods
+
+        if self.method_modules is not None and (not isinstance(self.method_modules, list)
+                                                or not all(isinstance(m, str) for m in self.method_modules)):
+            bad("method_modules", "must be a list of module files or names")
+        if self.method_settings is None:
+            return
+        if not isinstance(self.method_settings, dict):
+            bad("method_settings", "must be a mapping method -> its settings")
+        known = methods.methods()
+        for name, own in self.method_settings.items():
+            unit = known.get(name)
+            if unit is None or not unit.own_defaults:
+                nested = [n for n, m in known.items() if m.own_defaults]
+                bad("method_settings", f"{name!r} is not a method with nested settings "
+                                       f"(registered: {', '.join(nested) or 'none'}; train.method_modules)")
+            if not isinstance(own, dict):
+                bad("method_settings", f"{name}: must be a mapping setting -> value")
+            unknown = sorted(set(own) - set(unit.own_defaults))
+            if unknown:
+                bad("method_settings", f"{name}: unknown setting(s) {', '.join(unknown)} "
+                                       f"(known: {', '.join(sorted(unit.own_defaults))})")
 
     def _validate_teachers(self, bad) -> None:
         if self.teachers is not None:
@@ -283,8 +310,10 @@ class TrainSettings:
                             f"(the untrained init_model is used only with allow_untrained_teacher: true)")
 
     def needs_teacher(self) -> bool:
-        """True when an objective term ranks by teacher similarities (RankCSE / SAN Eq. 5-7)."""
-        return self.distill_weight > 0 or self.listmle_weight > 0
+        """True when one of the run's methods ranks by teacher similarities (RankCSE / SAN Eq. 5-7)."""
+        from hardneg.train.methods.objective import needs_teacher
+
+        return needs_teacher(self)
 
     def view_template(self, view: str) -> str | None:
         """The template the ``view`` is encoded with (``hardneg.train.views.view_template``)."""
@@ -293,14 +322,10 @@ class TrainSettings:
     # ----- which augmentation columns the objectives read -----
     def needed_columns(self) -> list[str]:
         """Augmentation columns the configured objectives need, besides the corpus text."""
-        cols = []
-        if self.negatives == "san":
-            cols.append("san")
-        if self.bml_weight > 0 or self.margin_weight > 0 or self.post_process:
-            cols.append("negation")
-        if self.margin_weight > 0:
-            cols.append("paraphrase")
-        return cols
+        from hardneg.train.methods.objective import needed_columns
+
+        # post_process: dropped SAN negatives take the row's negation (SAN Appendix C)
+        return needed_columns(self, COLUMN_ORDER, ("negation",) if self.post_process else ())
 
     @property
     def export_pooler(self) -> str:

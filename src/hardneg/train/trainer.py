@@ -30,7 +30,6 @@ from hardneg.models.resolve import resolve_model
 from hardneg.plotting import pyplot, save_png
 from hardneg.shards import write_json_atomic
 from hardneg.train import distributed as D
-from hardneg.train import replacement_terms  # HNCSE, HiCL, SynCSE
 from hardneg.train.cached_gradient import CachedStep, refusal
 from hardneg.train.checkpoint import (
     Checkpointer,
@@ -42,10 +41,11 @@ from hardneg.train.checkpoint import (
 from hardneg.train.data import TrainingData, batch_rows, batches_per_epoch, load_training_data
 from hardneg.train.determinism import ordered_cpu_kernels
 from hardneg.train.inputs import input_digests
+from hardneg.train.methods.objective import Objective, prepare_encoder
 from hardneg.train.model import ContrastiveEncoder
 from hardneg.train.reading import reading
 from hardneg.train.settings import TrainSettings
-from hardneg.train.step_model import Objective, StepModel
+from hardneg.train.step_model import StepModel
 from hardneg.train.teachers import Teachers, load_teachers, resolve_specs
 from hardneg.train.tracking import Trackers
 
@@ -254,7 +254,7 @@ def train(
              s.method, s.seed, len(data), global_batch, s.batch_size, info.world_size, total_steps, n_batches)
 
     encoder = ContrastiveEncoder.from_pretrained(s.init_model, s.pooler, s.max_length, s.mlp_only_train, s.dropout)
-    replacement_terms.install_projection(encoder, s)  # SynCSE's projection head (else no-op)
+    prepare_encoder(encoder, s)  # each method's change to the encoder (SynCSE's projection head)
     encoder.to(device).train()
     max_pos = getattr(encoder.backbone.config, "max_position_embeddings", None) or s.eval_max_length
     eval_len = min(s.eval_max_length, int(max_pos))
@@ -325,8 +325,8 @@ def train(
     frame = data.frame
     texts_all = frame["text"].to_list()
     extra_all = {c: frame[c].to_list() for c in cols if c in ("san", "negation", "paraphrase")}
-    neg_index = replacement_terms.build_index(s, texts_all)  # SynCSE's corpus-pool index (else None)
-    counters = replacement_terms.counters(objective.methods, neg_index)
+    neg_index = objective.negative_index(texts_all)  # SynCSE's corpus-pool index (else None)
+    counters = objective.counters(neg_index)
     checkpoint.restore_counters(counters)  # a resumed run keeps the counts of its earlier steps
     bar = tqdm(total=total_steps, initial=step, desc=f"train {s.method}", unit="step",
                disable=not (s.show_progress and info.is_main))
@@ -378,8 +378,7 @@ def train(
             grad_norm = torch.nn.utils.clip_grad_norm_(params, s.grad_clip if s.grad_clip > 0 else float("inf"))
             scaler.step(optimizer)
             scaler.update()
-            if objective.recall is not None and s.recall_form == "decoupled":  # RecAdam-style option
-                objective.recall.decoupled_step(objective.recall_params, scheduler.get_last_lr()[0])
+            objective.after_optimizer_step(scheduler.get_last_lr()[0])  # OssCSE's decoupled recall pull
         except torch.OutOfMemoryError as exc:
             upcoming.close()
             raise out_of_memory(exc, s, device) from None
@@ -425,7 +424,7 @@ def train(
     upcoming.close()
 
     summary: dict[str, Any] = {}
-    method_fallbacks = replacement_terms.fallbacks(objective.methods, neg_index, info)  # every rank (all-reduce)
+    method_fallbacks = objective.fallbacks(neg_index, info)  # every rank (all-reduce)
     if info.is_main:
         if best_step is not None and (work / "best.pt").exists():
             encoder.load_state_dict(torch.load(work / "best.pt", weights_only=True))

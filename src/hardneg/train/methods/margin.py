@@ -1,0 +1,44 @@
+"""OssCSE's two-way max margin between paraphrase and negation (OssCSE §4 Eq. 3)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from hardneg.train.methods import papers
+from hardneg.train.methods.unit import Batch, Method, Term
+from hardneg.train.objectives import TwoWayMaxMargin
+
+
+class _Term(Term):
+    def __init__(self, weight: float, alpha: float, beta: float) -> None:
+        super().__init__()
+        self.weight = weight
+        self.loss = TwoWayMaxMargin(alpha, beta)
+
+    def forward(self, batch: Batch):
+        e = batch.emb
+        return [("margin", self.loss(e["anchor"], e["paraphrase"], e["negation"]), self.weight)]
+
+
+class TwoWayMargin(Method):
+    name = "margin"
+    paper = papers.OSSCSE
+    summary = "lambda x two-way max margin: paraphrase closer than negation (OssCSE §4 Eq. 3)"
+    role = "local"
+    switch = "margin_weight"
+    columns = ("negation", "paraphrase")
+    settings: ClassVar[dict[str, str]] = {"weight": "margin_weight", "alpha": "margin_alpha", "beta": "margin_beta"}
+
+    def enabled(self, s) -> bool:
+        return s.margin_weight > 0
+
+    def validate(self, s, bad) -> None:
+        if s.margin_weight < 0:
+            bad("margin_weight", "must be >= 0")
+
+    def build(self, s, encoder) -> Term:
+        o = self.options(s)
+        return _Term(o.weight, o.alpha, o.beta)
+
+
+METHOD = TwoWayMargin()
