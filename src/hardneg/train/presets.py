@@ -9,11 +9,13 @@ preset's settings are a partial TrainSettings; config overrides win.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hardneg.train.methods import papers
 from hardneg.train.methods.records import Preset
-from hardneg.train.settings import TrainSettings
+
+if TYPE_CHECKING:  # imported where used: listing the presets (hardneg train --help) needs no torch
+    from hardneg.train.settings import TrainSettings
 
 _SIMCSE: dict[str, Any] = {
     # SimCSE unsup: batch 64, lr 3e-5, max_len 32, tau 0.05, [CLS]+MLP only in training, 1 epoch
@@ -181,6 +183,7 @@ def build_settings(
     from an external module carries the module (setting ``method_modules``) so that any process
     reading the settings registers it first."""
     from hardneg.train import methods
+    from hardneg.train.settings import TrainSettings
 
     p = methods.preset(method)
     d = merge_settings(merge_settings(p.settings, overrides), method_overrides)
