@@ -28,7 +28,8 @@ def test_own_method_trains_evaluates_and_is_reported(tiny_local, tmp_path):
     subprocess.run(["cp", "-al", str(tiny_local / "results"), str(wd / "results")], check=True)
     shutil.copytree(tiny_local / ".snakemake", wd / ".snakemake", symlinks=True)
     dry = run([SNAKEMAKE, *TINY, str(OWN), "--cores", "2", "-n", "--quiet", "rules"], wd)
-    assert "train" in dry.stdout and "report_tables" in dry.stdout
+    planned = dry.stdout + dry.stderr
+    assert "train " in planned and "report_tables " in planned, planned
     run([SNAKEMAKE, *TINY, str(OWN), "--cores", "2"], wd, limit=900)
 
     run_dir = wd / "results/train/tiny/simcse_uniformity/seed42"
