@@ -24,6 +24,8 @@ OWN = REPO / "tests/methods/own_method.yaml"
 @pytest.mark.timeout(900, func_only=True)
 def test_own_method_trains_evaluates_and_is_reported(tiny_local, tmp_path):
     wd = link_workflow(REPO, tmp_path / "own")
+    (wd / "tests").mkdir()  # a linked work dir leaves tests/ out: the overlay names the module there
+    (wd / "tests/methods").symlink_to(REPO / "tests/methods")
     # hard links: a re-run job deletes its old outputs first, so the shared tiny run stays as it was
     subprocess.run(["cp", "-al", str(tiny_local / "results"), str(wd / "results")], check=True)
     shutil.copytree(tiny_local / ".snakemake", wd / ".snakemake", symlinks=True)
