@@ -19,10 +19,12 @@ os.environ[_PP] = os.pathsep.join(p for p in (_SRC, os.environ.get(_PP)) if p)
 CONDA_ENV = str(REPO_DIR / "envs" / "hardneg.yaml")
 
 from hardneg.config import ConfigError, validate as _validate_config
+from hardneg.augment.units import by_name as augmenter_by_name, load_augmenters, units as augmenter_units
 
 try:
     _validate_config(config)
-except ConfigError as _exc:
+    load_augmenters(config["augmenters"])  # augmenters of your own (docs/extending.md)
+except (ConfigError, ValueError) as _exc:
     raise WorkflowError(str(_exc)) from None
 
 

@@ -4,8 +4,7 @@
 from hardneg.train.model_card import hub_datasets
 from hardneg.train.presets import METHODS as TRAIN_METHODS, settings_from_config
 
-# column a method needs -> the path helper (rules/functions/paths.smk) giving its shard
-_AUG_SHARD = {"san": san_shard, "negation": negation_shard, "paraphrase": paraphrase_shard}
+from hardneg.augment.units import by_column as augmenter_by_column
 
 
 def train_settings(method, seed, experiment=None):
@@ -47,8 +46,9 @@ def _train_inputs(wc):
     for i, t in enumerate(s.teachers or []):
         if "method" in t:
             inputs[f"teacher{i}"] = t["model"]
-    for col in s.needed_columns():
-        inputs[col] = [_AUG_SHARD[col](shard) for shard in SHARDS]
+    for col in s.needed_columns():  # each column's unit names the path helper giving its shards
+        shard_path = globals()[augmenter_by_column(col).shard_helper]
+        inputs[col] = [shard_path(shard) for shard in SHARDS]
     return inputs
 
 
@@ -69,6 +69,11 @@ def _train_targets():
 def train_keep_checkpoints(wildcards, output):
     """train.keep_checkpoints (never a re-run trigger: it changes no output)."""
     return _TRAIN_CFG["keep_checkpoints"]
+
+
+def train_augmenters(wildcards, output):
+    """The config's `augmenters` (never a re-run trigger: registering a unit changes no output)."""
+    return config["augmenters"]
 
 
 def train_report_to(wildcards, output):
