@@ -19,7 +19,11 @@ os.environ[_PP] = os.pathsep.join(p for p in (_SRC, os.environ.get(_PP)) if p)
 CONDA_ENV = str(REPO_DIR / "envs" / "hardneg.yaml")
 
 from hardneg.config import ConfigError, validate as _validate_config
-from hardneg.augment.units import by_name as augmenter_by_name, load_augmenters, units as augmenter_units
+from hardneg.augment.units import (
+    by_name as augmenter_by_name,
+    load_augmenters,
+    units as augmenter_units,
+)
 
 try:
     _validate_config(config)
