@@ -46,6 +46,16 @@ def register_targets(func):
     return func
 
 
+# Every augmenter's shard path function, by name (AugmenterUnit.shard_helper names one): the train
+# and report rules find an augmenter's shards here, for the packaged units and your own alike.
+SHARD_HELPERS = {}
+
+
+def shard_helper(func):
+    SHARD_HELPERS[func.__name__] = func
+    return func
+
+
 def all_targets():
     out = []
     for func in _TARGET_FUNCS:

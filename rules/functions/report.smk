@@ -30,7 +30,7 @@ def _report_inputs(wildcards):
             ins["metrics"].append(f"{train_dir(exp, method, seed)}/metrics.jsonl")
             ins["summaries"].append(f"{train_dir(exp, method, seed)}/summary.json")
     for unit in augmenter_units():  # every augmenter's shards, by its unit's path helper
-        ins["augment"] += [globals()[unit.shard_helper](s) for s in SHARDS]
+        ins["augment"] += augmenter_shards(unit)
     # Everything else the run makes, so benchmarks/ is complete when the tables are built.
     ins["after"] = [t for f in _TARGET_FUNCS if f is not _report_targets for t in f()]
     return ins

@@ -47,8 +47,7 @@ def _train_inputs(wc):
         if "method" in t:
             inputs[f"teacher{i}"] = t["model"]
     for col in s.needed_columns():  # each column's unit names the path helper giving its shards
-        shard_path = globals()[augmenter_by_column(col).shard_helper]
-        inputs[col] = [shard_path(shard) for shard in SHARDS]
+        inputs[col] = augmenter_shards(augmenter_by_column(col))
     return inputs
 
 

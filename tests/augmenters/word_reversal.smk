@@ -5,6 +5,7 @@ import importlib
 _word_reversal = importlib.import_module(augmenter_by_name("word_reversal").module)
 
 
+@shard_helper
 def word_reversal_shard(shard):
     """word_reversal shard for a corpus shard (the unit's shard_helper)."""
     return f"results/augment/word_reversal/{corpus_tag()}/shard-{shard}.parquet"
