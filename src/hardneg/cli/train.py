@@ -62,11 +62,11 @@ def resolve_settings(args: argparse.Namespace):
     return settings_from_config(train_cfg, args.method, seed, extra=_parse_set(args.set))
 
 
-def _load_augmenters(specs) -> None:
-    """Register the config's augmenters of your own (``augmenters``; docs/extending.md)."""
+def _load_augmenters(specs, setting: str = "config setting 'augmenters'") -> None:
+    """Register augmenters of your own (the config's ``augmenters``, ``--augmenter``; docs/extending.md)."""
     from hardneg.augment.units import load_augmenters
 
-    load_augmenters(specs)
+    load_augmenters(specs, setting)
 
 
 def _augment_shards(args: argparse.Namespace) -> dict[str, list[str]]:
@@ -89,7 +89,7 @@ def _train(args: argparse.Namespace) -> int:
     if args.list_presets:
         print(json.dumps(PRESETS, indent=2, sort_keys=True))
         return 0
-    _load_augmenters(args.augmenters)
+    _load_augmenters(args.augmenter, "--augmenter")
     settings = resolve_settings(args)
     if args.print_settings:
         print(json.dumps(settings.to_dict(), indent=2, sort_keys=True))
@@ -129,8 +129,8 @@ def register(subparsers) -> None:
                        help=f"{unit.name} shards, one per corpus shard (column {unit.column}; {unit.producer})")
     p.add_argument("--shards", nargs="+", action="append", metavar=("COLUMN", "SHARD"),
                    help="any augmenter's shards by column, e.g. an augmenter of your own (repeatable)")
-    p.add_argument("--augmenters", nargs="+", metavar="MODULE_OR_FILE",
-                   help="augmenters of your own to register (as the config's 'augmenters', docs/extending.md)")
+    p.add_argument("--augmenter", action="append", metavar="MODULE_OR_FILE",
+                   help="an augmenter of your own to register (repeatable) (as the config's 'augmenters', docs/extending.md)")
     p.add_argument("--senteval-dir", help="SentEval folder: STS-B dev model selection (omit: keep the last step)")
     p.add_argument("--out", help="run folder: model/, metrics.jsonl, curve.png, summary.json")
     p.add_argument("--no-resume", action="store_true", help="ignore an existing checkpoint")
