@@ -8,10 +8,11 @@ from pathlib import Path
 
 import yaml
 
-from hardneg.augment.units import units as _augmenter_units
+from hardneg.augment.units import BUILTIN_UNIT_MODULES, units
 from hardneg.config import schema_default
 
-_BUILTIN_UNITS = _augmenter_units()  # the packaged augmenters (their options exist before parsing)
+# the packaged augmenters: their --<column> options exist before parsing (others: --shards)
+_BUILTIN_UNITS = [u for u in units() if u.module in BUILTIN_UNIT_MODULES]
 
 
 def _parse_set(items: list[str]) -> dict:
