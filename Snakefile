@@ -24,9 +24,15 @@ include: "rules/functions/paths.smk"  # every stage's output paths, before any r
 include: "rules/data.smk"
 include: "rules/evaluate.smk"
 include: "rules/probe.smk"
-include: "rules/san.smk"
-include: "rules/negation.smk"
-include: "rules/backtranslation.smk"
+
+
+# every augmenter unit's rule file (hardneg.augment.units): the packaged ones (rules/san.smk,
+# rules/negation.smk, rules/backtranslation.smk), then those of the config's `augmenters`
+for _augmenter in augmenter_units():
+
+    include: _augmenter.rule_file
+
+
 include: "rules/train.smk"
 include: "rules/report.smk"
 

@@ -19,10 +19,16 @@ os.environ[_PP] = os.pathsep.join(p for p in (_SRC, os.environ.get(_PP)) if p)
 CONDA_ENV = str(REPO_DIR / "envs" / "hardneg.yaml")
 
 from hardneg.config import ConfigError, validate as _validate_config
+from hardneg.augment.units import (
+    by_name as augmenter_by_name,
+    load_augmenters,
+    units as augmenter_units,
+)
 
 try:
     _validate_config(config)
-except ConfigError as _exc:
+    load_augmenters(config["augmenters"])  # augmenters of your own (docs/extending.md)
+except (ConfigError, ValueError) as _exc:
     raise WorkflowError(str(_exc)) from None
 
 
@@ -37,6 +43,16 @@ _TARGET_FUNCS = []
 
 def register_targets(func):
     _TARGET_FUNCS.append(func)
+    return func
+
+
+# Every augmenter's shard path function, by name (AugmenterUnit.shard_helper names one): the train
+# and report rules find an augmenter's shards here, for the packaged units and your own alike.
+SHARD_HELPERS = {}
+
+
+def shard_helper(func):
+    SHARD_HELPERS[func.__name__] = func
     return func
 
 

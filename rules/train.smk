@@ -33,12 +33,16 @@ rule train:
         # derived (a function of output): changing it re-runs nothing, as it changes no output
         keep_checkpoints=train_keep_checkpoints,
         report_to=train_report_to,
+        augmenters=train_augmenters,
+        # the augmenter units' modules: their hooks decide the values of failed rows
         code=code_version(
             "hardneg.train",
             "hardneg.encoders",
             "hardneg.models",
             "hardneg.plotting",
             "hardneg.evaluate.sts",
+            "hardneg.augment.units",
+            *(unit.module for unit in augmenter_units()),
         ),
     script:
         "../workflow/scripts/train.py"

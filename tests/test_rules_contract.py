@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hardneg.augment.units import units
 from hardneg.config import load_schema, load_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,6 +77,10 @@ def test_rule_files_are_included_and_named_by_stage():
     snakefile = (ROOT / "Snakefile").read_text()
     included = re.findall(r'^include: "rules/([\w/]+\.smk)"', snakefile, flags=re.MULTILINE)
     assert included[:2] == ["common.smk", "functions/paths.smk"]  # paths before any rule file
+    # every augmenter unit's rule file, through the loop over the registry
+    assert re.search(r"^for _augmenter in augmenter_units\(\):\n\n    include: _augmenter.rule_file$", snakefile,
+                     flags=re.MULTILINE)
+    included += [Path(u.rule_file).relative_to("rules").as_posix() for u in units()]
     assert sorted(included[2:]) == sorted(p.name for p in (ROOT / "rules").glob("*.smk") if p.name != "common.smk")
     rules = {r for p in (ROOT / "rules").glob("*.smk") for r in re.findall(r"^rule (\w+):", p.read_text(), flags=re.MULTILINE)}
     assert {"negate", "backtranslate", "select_paraphrase", "osscse_all"} <= rules  # names users and profiles use

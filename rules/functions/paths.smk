@@ -63,6 +63,7 @@ _SAN_KEY = "k{}-{}".format(
 )
 
 
+@shard_helper
 def san_shard(shard):
     """SAN shard for a corpus shard, for the configured parameters (contract path)."""
     return f"results/augment/san/{corpus_tag()}/{_SAN_KEY}/shard-{shard}.parquet"
@@ -76,6 +77,7 @@ _NEG_KEYED = {k: v for k, v in _NEG_CFG.items() if k not in _NEG_SCHEDULING}
 _NEG_KEY = f"neg-{short_hash(_NEG_KEYED)}"
 
 
+@shard_helper
 def negation_shard(shard):
     """Negation shard for a corpus shard (contract path)."""
     return f"results/augment/negation/{corpus_tag()}/{_NEG_KEY}/shard-{shard}.parquet"
@@ -118,9 +120,20 @@ def bt_candidates_shard(shard):
     return f"results/augment/bt_candidates/{corpus_tag()}/{_BT_KEY}/shard-{shard}.parquet"
 
 
+@shard_helper
 def paraphrase_shard(shard):
     """Back-translation shard with the selected paraphrase (contract path)."""
     return f"results/augment/backtranslation/{corpus_tag()}/{_PARA_KEY}/shard-{shard}.parquet"
+
+
+def augmenter_shards(unit):
+    """Every shard of an augmenter unit, through the path helper it names."""
+    if unit.shard_helper not in SHARD_HELPERS:
+        raise WorkflowError(
+            f"augmenter {unit.name!r} ({unit.module}): shard_helper {unit.shard_helper!r} is not a "
+            f"path helper; decorate it with @shard_helper in {unit.rule_file} (docs/extending.md)"
+        )
+    return [SHARD_HELPERS[unit.shard_helper](s) for s in SHARDS]
 
 
 # --- evaluation and probe (rules/evaluate.smk, rules/probe.smk)

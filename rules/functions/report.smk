@@ -29,8 +29,8 @@ def _report_inputs(wildcards):
         if method != "baseline":
             ins["metrics"].append(f"{train_dir(exp, method, seed)}/metrics.jsonl")
             ins["summaries"].append(f"{train_dir(exp, method, seed)}/summary.json")
-    for shard_path in (san_shard, negation_shard, paraphrase_shard):
-        ins["augment"] += [shard_path(s) for s in SHARDS]
+    for unit in augmenter_units():  # every augmenter's shards, by its unit's path helper
+        ins["augment"] += augmenter_shards(unit)
     # Everything else the run makes, so benchmarks/ is complete when the tables are built.
     ins["after"] = [t for f in _TARGET_FUNCS if f is not _report_targets for t in f()]
     return ins

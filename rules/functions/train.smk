@@ -9,8 +9,7 @@ from hardneg.train.presets import settings_from_config
 load_modules(_TRAIN_CFG["method_modules"])
 TRAIN_METHODS = preset_names()
 
-# column a method needs -> the path helper (rules/functions/paths.smk) giving its shard
-_AUG_SHARD = {"san": san_shard, "negation": negation_shard, "paraphrase": paraphrase_shard}
+from hardneg.augment.units import by_column as augmenter_by_column
 
 
 def train_settings(method, seed, experiment=None):
@@ -52,8 +51,8 @@ def _train_inputs(wc):
     for i, t in enumerate(s.teachers or []):
         if "method" in t:
             inputs[f"teacher{i}"] = t["model"]
-    for col in s.needed_columns():
-        inputs[col] = [_AUG_SHARD[col](shard) for shard in SHARDS]
+    for col in s.needed_columns():  # each column's unit names the path helper giving its shards
+        inputs[col] = augmenter_shards(augmenter_by_column(col))
     return inputs
 
 
@@ -74,6 +73,11 @@ def _train_targets():
 def train_keep_checkpoints(wildcards, output):
     """train.keep_checkpoints (never a re-run trigger: it changes no output)."""
     return _TRAIN_CFG["keep_checkpoints"]
+
+
+def train_augmenters(wildcards, output):
+    """The config's `augmenters` (never a re-run trigger: registering a unit changes no output)."""
+    return config["augmenters"]
 
 
 def train_report_to(wildcards, output):

@@ -13,10 +13,12 @@ sm = snakemake  # noqa: F821 (snakemake injects this object)
 if sm.resources.get("gpu", 0) and int(sm.params.nproc_per_node) <= 1:
     lease_gpu()
 
+from hardneg.augment.units import load_augmenters
 from hardneg.runlog import run_rule
 from hardneg.train.run import run_train
 from hardneg.train.settings import TrainSettings
 
+load_augmenters(sm.params.augmenters)  # augmenters of your own: their columns are views
 settings = TrainSettings.from_dict(sm.params.settings)
 run_rule(
     run_train, sm.log[0], settings, list(sm.input.corpus), Path(sm.output.model).parent,

@@ -9,8 +9,9 @@ Renderer contract::
 
     def render(frame: polars.DataFrame, sample: int, seed: int) -> str: ...
 
-One plain registry, :data:`RENDERERS`: augmenter name -> ``"module:function"`` (imported on first
-use, so inspecting a negation shard never imports torch) or a callable.
+Each augmenter unit (:mod:`hardneg.augment.units`) names its renderer as ``"module:function"``
+(imported on first use, so inspecting a negation shard never imports torch) and the columns it
+reads. :func:`register_renderer` adds or replaces one for a name without a unit.
 """
 
 from __future__ import annotations
@@ -22,26 +23,16 @@ from pathlib import Path
 
 import polars as pl
 
+from hardneg.augment import units as augmenters
 from hardneg.shards import read_shard
 
 Renderer = Callable[[pl.DataFrame, int, int], str]
 
 REQUIRED_COLUMNS = ("id", "text", "status", "reason", "augmenter")
 
-RENDERERS: dict[str, str | Renderer] = {
-    "san": "hardneg.augment.san.inspect:render_san",
-    "negation": "hardneg.augment.negation.inspect:render_negation",
-    "backtranslation": "hardneg.augment.backtranslation.inspect:render_backtranslation",
-}
-
-
-# the columns each renderer reads besides REQUIRED_COLUMNS: checked before it runs, so a shard
-# without one is a line naming the shard and the column, not a KeyError from inside the view
-RENDER_COLUMNS: dict[str, tuple[str, ...]] = {
-    "san": ("iter0", "san"),
-    "negation": ("negation", "rule"),
-    "backtranslation": ("paraphrase", "paraphrase_pivot"),
-}
+# renderers and their columns registered here, over the units' own
+RENDERERS: dict[str, str | Renderer] = {}
+RENDER_COLUMNS: dict[str, tuple[str, ...]] = {}
 
 
 def register_renderer(augmenter: str, func: str | Renderer, columns: tuple[str, ...] = ()) -> None:
@@ -53,12 +44,25 @@ def register_renderer(augmenter: str, func: str | Renderer, columns: tuple[str, 
     RENDER_COLUMNS[augmenter] = tuple(columns)
 
 
+def render_columns(augmenter: str) -> tuple[str, ...]:
+    """The columns the renderer of ``augmenter`` reads besides ``REQUIRED_COLUMNS``: checked
+    before it runs, so a shard without one is a line naming the shard and the column, not a
+    KeyError from inside the view."""
+    if augmenter in RENDER_COLUMNS:
+        return RENDER_COLUMNS[augmenter]
+    unit = augmenters.by_name(augmenter)
+    return unit.render_columns if unit else ()
+
+
 def get_renderer(augmenter: str) -> Renderer:
     """The renderer for ``augmenter``, importing its module on first use."""
     entry = RENDERERS.get(augmenter)
     if entry is None:
-        known = ", ".join(sorted(RENDERERS))
-        raise ValueError(f"no renderer registered for augmenter '{augmenter}' (known: {known})")
+        unit = augmenters.by_name(augmenter)
+        if unit is None:
+            known = ", ".join(sorted({*RENDERERS, *(u.name for u in augmenters.units())}))
+            raise ValueError(f"no renderer registered for augmenter '{augmenter}' (known: {known})")
+        return augmenters.renderer(unit)
     if isinstance(entry, str):
         module, _, name = entry.partition(":")
         entry = RENDERERS[augmenter] = getattr(importlib.import_module(module), name)
@@ -131,7 +135,7 @@ def inspect_frame(frame: pl.DataFrame, sample: int = 5, seed: int = 0, source: s
     if sample < 0:
         raise ValueError(f"sample must be >= 0, got {sample}")
     for name in augmenters:
-        lacking = [c for c in RENDER_COLUMNS.get(name, ()) if c not in frame.columns]
+        lacking = [c for c in render_columns(name) if c not in frame.columns]
         if lacking:
             raise ValueError(f"{source}: a '{name}' shard lacks a column its view needs: {', '.join(lacking)} "
                              f"(have: {', '.join(frame.columns)})")

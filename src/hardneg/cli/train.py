@@ -8,7 +8,11 @@ from pathlib import Path
 
 import yaml
 
+from hardneg.augment.units import BUILTIN_UNIT_MODULES, units
 from hardneg.config import schema_default
+
+# the packaged augmenters: their --<column> options exist before parsing (others: --shards)
+_BUILTIN_UNITS = [u for u in units() if u.module in BUILTIN_UNIT_MODULES]
 
 
 def _parse_set(items: list[str]) -> dict:
@@ -54,7 +58,9 @@ def resolve_settings(args: argparse.Namespace):
     if args.configfile:
         from hardneg.config import load_config
 
-        train_cfg = load_config(args.configfile).get("train", {})
+        cfg = load_config(args.configfile)
+        train_cfg = cfg.get("train", {})
+        _load_augmenters(cfg.get("augmenters"))
     if not args.method:
         raise ValueError("--method is required (or --settings FILE)")
     if args.init_model:
@@ -63,6 +69,26 @@ def resolve_settings(args: argparse.Namespace):
         raise ValueError("--init-model is required (or train.init_model in --configfile)")
     seed = args.seed if args.seed is not None else (train_cfg.get("seeds") or schema_default("train.seeds"))[0]
     return settings_from_config(train_cfg, args.method, seed, extra=_parse_set(args.set))
+
+
+def _load_augmenters(specs, setting: str = "config setting 'augmenters'") -> None:
+    """Register augmenters of your own (the config's ``augmenters``, ``--augmenter``; docs/extending.md)."""
+    from hardneg.augment.units import load_augmenters
+
+    load_augmenters(specs, setting)
+
+
+def _augment_shards(args: argparse.Namespace) -> dict[str, list[str]]:
+    """column -> shards: each unit's ``--<column>`` option and every ``--shards COLUMN PATH...``."""
+    from hardneg.augment.units import by_column
+
+    aug = {u.column: getattr(args, u.column) for u in _BUILTIN_UNITS if getattr(args, u.column, None)}
+    for column, *paths in args.shards or []:
+        by_column(column)  # an unknown column: one line naming the known ones
+        if not paths:
+            raise ValueError(f"--shards {column}: no shard paths given")
+        aug[column] = paths
+    return aug
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -79,6 +105,7 @@ def _train(args: argparse.Namespace) -> int:
     if args.list_methods:
         print(json.dumps([m.describe() for m in methods.methods().values()], indent=2))
         return 0
+    _load_augmenters(args.augmenter, "--augmenter")
     settings = resolve_settings(args)
     if args.print_settings:
         print(json.dumps(settings.to_dict(), indent=2, sort_keys=True))
@@ -86,7 +113,7 @@ def _train(args: argparse.Namespace) -> int:
         return 0
     if not args.corpus or not args.out:
         raise ValueError("--corpus and --out are required to train")
-    aug = {k: getattr(args, k) for k in ("san", "negation", "paraphrase") if getattr(args, k)}
+    aug = _augment_shards(args)
     # in this process: under torchrun every process runs this command (train.nproc_per_node is
     # the workflow's way to start torchrun)
     summary = run_train(settings, args.corpus, args.out, augment=aug, senteval_dir=args.senteval_dir,
@@ -118,9 +145,13 @@ def register(subparsers) -> None:
                         "(method_settings.NAME.KEY=VALUE)")
     p.add_argument("--settings", help="a full settings JSON file (as written by the workflow)")
     p.add_argument("--corpus", nargs="+", help="corpus shards (id, text)")
-    p.add_argument("--san", nargs="+", help="SAN shards, one per corpus shard (column san)")
-    p.add_argument("--negation", nargs="+", help="negation shards (column negation)")
-    p.add_argument("--paraphrase", nargs="+", help="back-translation shards (column paraphrase)")
+    for unit in _BUILTIN_UNITS:  # one shard option per augmenter unit, named by its column
+        p.add_argument(f"--{unit.column}", nargs="+", metavar="SHARD",
+                       help=f"{unit.name} shards, one per corpus shard (column {unit.column}; {unit.producer})")
+    p.add_argument("--shards", nargs="+", action="append", metavar=("COLUMN", "SHARD"),
+                   help="any augmenter's shards by column, e.g. an augmenter of your own (repeatable)")
+    p.add_argument("--augmenter", action="append", metavar="MODULE_OR_FILE",
+                   help="an augmenter of your own to register (repeatable) (as the config's 'augmenters', docs/extending.md)")
     p.add_argument("--senteval-dir", help="SentEval folder: STS-B dev model selection (omit: keep the last step)")
     p.add_argument("--out", help="run folder: model/, metrics.jsonl, curve.png, summary.json")
     p.add_argument("--no-resume", action="store_true", help="ignore an existing checkpoint")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -10,9 +9,9 @@ from typing import Any
 
 import polars as pl
 
+from hardneg.augment import units as augmenters
 from hardneg.config import with_defaults
 from hardneg.report import collect, render
-from hardneg.report.san_examples import san_examples
 from hardneg.shards import write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -27,16 +26,15 @@ def _headers(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.rename({k: v for k, v in collect.STS_HEADERS.items() if k in frame.columns})
 
 
-def san_parts(augment: Sequence[str | Path], examples: int) -> list[str]:
-    """The SAN section of the augmentation page: its notes, then its marked examples (none
-    without SAN shards)."""
-    ex, notes = san_examples(augment, examples)
-    if not notes and ex.height == 0:
-        return []
-    return ["<h3>SAN</h3>", *(f"<p>{html.escape(n)}</p>" for n in notes),
-            render.table_html(ex, "SAN examples: the input as the MLM saw it (masked words «marked», "
-                              "over all iterations) and the negative (words that differ [marked])",
-                              "san-examples")]
+def augmenter_sections(augment: Sequence[str | Path], examples: int) -> list[str]:
+    """Each augmenter unit's own section of the augmentation page (``report_section``), in
+    registry order (SAN: its notes and marked examples; none without its shards)."""
+    parts: list[str] = []
+    for unit in augmenters.units():
+        section = augmenters.report_section(unit)
+        if section is not None:
+            parts += section(augment, examples)
+    return parts
 
 
 def build_report(
@@ -111,7 +109,7 @@ def build_report(
         render.table_html(stats, "Rows per augmenter, status and reason (kept + dropped = corpus)",
                           "aug-stats"),
         render.table_html(ex, "Examples (first rows kept per augmenter)", "aug-examples"),
-        *san_parts(augment, examples),
+        *augmenter_sections(augment, examples),
     ])
 
     bench = collect.benchmarks_table(bench_dir) if bench_dir and Path(bench_dir).exists() \

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import polars as pl
 
+from hardneg.augment import units as augmenters
 from hardneg.shards import read_shard
 
 _RUN_RE = re.compile(r"(?P<experiment>[^/]+)/(?P<method>[^/]+)/seed(?P<seed>\d+)/[^/]+$")
-# Output column each augmenter adds (augmentation shard contract in the README).
-AUG_OUTPUT = {"san": "san", "negation": "negation", "backtranslation": "paraphrase"}
 
 
 def parse_run_path(path: str | Path) -> tuple[str, str, int]:
@@ -195,8 +194,8 @@ def augmentation_summary(shards: Iterable[str | Path], examples: int = 5) -> tup
         stats.append(
             frame.select("augmenter", "status").with_columns(reason.cast(pl.String).alias("reason"))
         )
-        aug = frame["augmenter"][0]
-        out_col = AUG_OUTPUT.get(aug)
+        unit = augmenters.by_name(frame["augmenter"][0])  # its column: the shard contract in the README
+        out_col = unit.column if unit else None
         if out_col and out_col in frame.columns:
             samples.append(
                 frame.filter(pl.col("status") != "dropped")

@@ -10,8 +10,9 @@ covering the positions, the example says so instead of marking the wrong words.
 
 from __future__ import annotations
 
+import html
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -121,3 +122,17 @@ def san_examples(shards: Iterable[str | Path], examples: int = 5) -> tuple[pl.Da
     if note and rows:
         notes.append(f"Masked words are not marked: {note}.")
     return pl.DataFrame(rows, schema=schema), notes
+
+
+def san_section(augment: Sequence[str | Path], examples: int) -> list[str]:
+    """The SAN unit's section of the augmentation page (its ``report_section``): its notes, then
+    its marked examples (none without SAN shards)."""
+    from hardneg.report import render
+
+    ex, notes = san_examples(augment, examples)
+    if not notes and ex.height == 0:
+        return []
+    return ["<h3>SAN</h3>", *(f"<p>{html.escape(n)}</p>" for n in notes),
+            render.table_html(ex, "SAN examples: the input as the MLM saw it (masked words «marked», "
+                              "over all iterations) and the negative (words that differ [marked])",
+                              "san-examples")]

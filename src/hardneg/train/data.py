@@ -1,22 +1,22 @@
 """Training rows: the corpus shards joined by sentence ``id`` with the augmentation shards.
 
-Each objective names the augmentation columns it needs (``TrainSettings.needed_columns``); a
-shard lacking one is an error naming the column and the rule that makes it.
+Each objective names the augmentation columns it needs (``TrainSettings.needed_columns``); each
+column is an augmenter unit's (``hardneg.augment.units``), and a shard lacking one is an error
+naming the column and the rule that makes it.
 
 Rows whose augmentation failed (the augmenter dropped them): the references train on every row,
 so by default (``failed="keep"``) they stay, with the reference's value: SAN's unfiltered final
 mask-predict output (the reference has no quality filter), SNCSE's ``"Not " + sentence`` for a
 missing negation (train_SNCSE.py: ``negation.get(sentence, "Not " + sentence)``). A row with no
 value at all (a SAN input rejected before mask-predict; a missing paraphrase, which OssCSE
-selects by MER) is left out with a counted reason. ``failed="drop"`` leaves every failed row out.
+selects by MER) is left out with a counted reason. What a unit does with its failed rows is its
+own hook (``AugmenterUnit.fill_failed``); this module only joins, counts and drops. ``failed="drop"`` leaves every failed row out.
 Both ways are counted in ``counts`` (``failed_<col>``, ``kept_failed_<col>``, ``dropped_no_<col>``).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,17 +24,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from hardneg.augment import units as augmenters
 from hardneg.shards import read_shard
 
 log = logging.getLogger(__name__)
-
-# column -> (shard kind, the rule (file) that produces it)
-SOURCES: dict[str, tuple[str, str]] = {
-    "san": ("san", "the SAN augmentation rule in rules/san.smk (helper san_shard)"),
-    "negation": ("negation", "the negation rule in rules/negation.smk (helper negation_shard)"),
-    "paraphrase": ("paraphrase", "the back-translation rule in rules/backtranslation.smk (helper paraphrase_shard)"),
-}
-
 
 @dataclass
 class TrainingData:
@@ -77,33 +70,6 @@ def check_unique_ids(frame: pl.DataFrame, path: str | Path, rule: str | None) ->
                          f"{dup['id'].n_unique()} id(s) repeat, and every id must be unique in a shard{hint}")
 
 
-def check_negation_rules(path: str | Path, expected: str) -> None:
-    """Raise naming ``train.negation_rules`` when the negation shard's manifest (``<shard>.json``,
-    key ``rules``) records other rules than the run expects. Manifests without the key predate
-    the rules option: they are accepted."""
-    manifest = Path(path).with_suffix(".json")
-    if not manifest.exists():
-        return
-    try:
-        rules = json.loads(manifest.read_text()).get("rules")
-    except (ValueError, AttributeError):
-        return
-    if isinstance(rules, dict):
-        rules = rules.get("name") or rules.get("rules")
-    if rules is not None and rules != expected:
-        raise ValueError(f"{path}: negation shard made with rules {rules!r} (manifest {manifest}), but train "
-                         f"setting 'negation_rules' expects {expected!r}: set negation.rules: {expected} and "
-                         f"re-run the negation rule, or set train negation_rules: {rules}")
-
-
-def _final_iteration(path: str | Path) -> str | None:
-    """The SAN shard's last mask-predict iteration column (``iter<k>``), or None."""
-    import pyarrow.parquet as pq
-
-    its = [(int(m.group(1)), n) for n in pq.read_schema(path).names if (m := re.fullmatch(r"iter(\d+)", n))]
-    return max(its)[1] if its and max(its)[0] > 0 else None
-
-
 def load_training_data(
     corpus_shards: Sequence[str | Path],
     augment_shards: dict[str, Sequence[str | Path]] | None = None,
@@ -114,23 +80,22 @@ def load_training_data(
 ) -> TrainingData:
     """Join corpus shard i with augmentation shard i of each needed column, by ``id``.
 
-    ``augment_shards`` maps a column (``san``, ``negation``, ``paraphrase``) to its shards, in
-    the same order as ``corpus_shards``. With ``post_process`` (SAN Eq. 6 post-processing), a
-    row whose SAN negative was dropped uses its SNCSE negation instead. ``failed``: keep|drop
-    (module docstring); ``negation_rules``: the rules the negation shards must be made with.
+    ``augment_shards`` maps a column (an augmenter unit's, e.g. ``san``, ``negation``,
+    ``paraphrase``) to its shards, in the same order as ``corpus_shards``. ``failed``: keep|drop
+    (module docstring); ``post_process`` (SAN Eq. 6) and ``negation_rules`` go to the units' hooks.
     """
     if failed not in ("keep", "drop"):
         raise ValueError(f"train setting 'failed_augmentation': must be keep or drop (got {failed!r})")
     augment_shards = augment_shards or {}
     if not corpus_shards:
         raise ValueError("training needs at least one corpus shard")
-    for col in needed:
-        if col not in SOURCES:
-            raise ValueError(f"unknown augmentation column {col!r} (known: {', '.join(SOURCES)})")
+    options = {"failed": failed, "post_process": post_process, "negation_rules": negation_rules}
+    units = {col: augmenters.by_column(col) for col in needed}
+    for col, unit in units.items():
         shards = augment_shards.get(col)
         if not shards:
             raise ValueError(f"the training objective needs column '{col}', but no shards were given; "
-                             f"they are made by {SOURCES[col][1]}")
+                             f"they are made by {unit.producer}")
         if len(shards) != len(corpus_shards):
             raise ValueError(f"{len(shards)} '{col}' shards for {len(corpus_shards)} corpus shards")
     parts = []
@@ -139,19 +104,19 @@ def load_training_data(
         frame = _read(cpath, ["id", "text"], "corpus", "rule prepare_corpus (rules/data.smk)")
         check_unique_ids(frame, cpath, "rule prepare_corpus (rules/data.smk)")
         counts["rows_in"] += frame.height
-        for col in needed:
-            kind, rule = SOURCES[col]
-            apath = augment_shards[col][i]
-            if col == "negation" and negation_rules:
-                check_negation_rules(apath, negation_rules)
-            raw = _final_iteration(apath) if col == "san" and failed == "keep" else None
-            aug = _read(apath, ["id", col] + ([raw] if raw else []), kind, rule)
+        for col, unit in units.items():
+            rule = unit.producer
+            apath = Path(augment_shards[col][i])
+            if unit.check_shard is not None:
+                unit.check_shard(apath, options)
+            extra = unit.read_extra(apath, options) if unit.read_extra is not None else {}
+            aug = _read(apath, ["id", col, *extra], unit.name, rule)
             check_unique_ids(aug, apath, rule)
-            if raw:  # the degenerate output the quality filter dropped: the reference trains on it
-                aug = aug.with_columns(pl.col(raw).alias("_raw_san")).drop(raw)
-            extra = aug.join(frame.select("id"), on="id", how="anti")
-            if extra.height:
-                raise ValueError(f"{apath}: {extra.height} id(s) not in corpus shard {cpath} (e.g. {extra['id'][0]}); "
+            if extra:  # kept under the unit's own names, for its fill_failed hook
+                aug = aug.rename(extra)
+            stray = aug.join(frame.select("id"), on="id", how="anti")
+            if stray.height:
+                raise ValueError(f"{apath}: {stray.height} id(s) not in corpus shard {cpath} (e.g. {stray['id'][0]}); "
                                  f"the shard is from a different corpus: re-run {rule}")
             missing = frame.select("id").join(aug, on="id", how="anti")
             if missing.height:
@@ -163,8 +128,10 @@ def load_training_data(
     if counts["rows_in"] == 0:
         raise ValueError(f"the corpus shards are all empty ({len(corpus_shards)} shard(s), e.g. {corpus_shards[0]}): "
                          f"nothing to train on")
+    ctx = augmenters.FillContext(needed=list(needed), options=options, counts=counts)
+
     def missing(col: str) -> pl.Series:
-        return data[col].is_null() | (data[col].str.strip_chars() == "")
+        return ctx.missing(data, col)
 
     any_failed = pl.Series([False] * data.height)
     for col in needed:
@@ -172,19 +139,10 @@ def load_training_data(
         any_failed = any_failed | missing(col)
     # the other way: the rows left if every failed row were dropped (failed_augmentation: drop)
     counts["rows_if_failed_dropped"] = counts["rows_in"] - int(any_failed.sum())
-    if failed == "keep" and "negation" in needed:  # SNCSE: negation.get(sentence, "Not " + sentence)
-        fix = missing("negation")
-        counts["kept_failed_negation"] = int(fix.sum())
-        data = data.with_columns(pl.when(fix).then(pl.lit("Not ") + pl.col("text")).otherwise(pl.col("negation"))
-                                 .alias("negation"))
-    if post_process and "san" in needed and "negation" in data.columns:
-        replace = missing("san") & ~missing("negation")
-        counts["san_replaced_by_negation"] = int(replace.sum())
-        data = data.with_columns(pl.when(replace).then(pl.col("negation")).otherwise(pl.col("san")).alias("san"))
-    if "_raw_san" in data.columns:
-        fix = missing("san") & data["_raw_san"].is_not_null() & (data["_raw_san"].str.strip_chars() != "")
-        counts["kept_failed_san"] = int(fix.sum())
-        data = data.with_columns(pl.when(fix).then(pl.col("_raw_san")).otherwise(pl.col("san")).alias("san"))
+    # each unit's value for its failed rows; a unit that reads other views' values goes after them
+    for unit in sorted(units.values(), key=lambda u: bool(u.fill_reads)):
+        if unit.fill_failed is not None:
+            data = unit.fill_failed(data, ctx)
     keep = pl.Series([True] * data.height)
     for col in needed:
         null = missing(col)

@@ -59,8 +59,13 @@ def run_train(
         from hardneg.train.tracking import parse_report_to
 
         cmd += ["--report-to", *(parse_report_to(report_to) or ["none"])]
-        for col, paths in aug.items():
-            cmd += [f"--{col}", *paths]
+        from hardneg.augment.units import BUILTIN_UNIT_MODULES, by_column, external_specs
+
+        for spec in external_specs():  # augmenters of your own, registered again in each process
+            cmd += ["--augmenter", spec]
+        for col, paths in aug.items():  # a packaged unit's own option, else --shards COLUMN
+            packaged = by_column(col).module in BUILTIN_UNIT_MODULES
+            cmd += [f"--{col}", *paths] if packaged else ["--shards", col, *paths]
         if log_path is None:
             subprocess.run(cmd, check=True)
         else:

@@ -14,7 +14,7 @@ from typing import Any
 
 from hardneg.encoders.pooling import POOLERS
 from hardneg.train import views
-from hardneg.train.views import EXTRA_VIEWS, VIEW_TEMPLATE_CHOICES
+from hardneg.train.views import VIEW_TEMPLATE_CHOICES, extra_views
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 NEGATIVES = ("none", "san")
@@ -47,7 +47,7 @@ class TrainSettings:
     pooler: str = "cls_before_pooler"
     mlp_only_train: bool = True
     templates: list[str] | None = None  # [anchor view, positive view] for pooler "mask"
-    # which of the two templates each other view gets (None: views.DEFAULT_VIEW_TEMPLATES, the reference)
+    # which of the two templates each other view gets (None: views.default_view_templates(), the reference)
     view_templates: dict[str, str] | None = None
     # SNCSE's train_SNCSE.py: " ." after the anchor/positive sentence and the negation when the text
     # does not end in ASCII punctuation (hardneg.train.views.with_period); SNCSE-family presets: on
@@ -232,8 +232,8 @@ class TrainSettings:
             if not isinstance(self.view_templates, dict):
                 bad("view_templates", "must be a mapping view -> anchor|positive")
             for view, which in self.view_templates.items():
-                if view not in EXTRA_VIEWS:
-                    bad("view_templates", f"unknown view {view!r} (known: {', '.join(EXTRA_VIEWS)})")
+                if view not in extra_views():
+                    bad("view_templates", f"unknown view {view!r} (known: {', '.join(extra_views())})")
                 if which not in VIEW_TEMPLATE_CHOICES:
                     bad("view_templates", f"view {view!r}: must be one of {', '.join(VIEW_TEMPLATE_CHOICES)}")
         if self.negation_period_fallback and not self.append_period:

@@ -1,8 +1,11 @@
 """What each training view is encoded from: its text and its prompt template, decided here for
 every forward path (the ordinary views pass, HiCL's segments, the teachers, the SynCSE pool index).
 
-Views: ``anchor`` and ``positive`` (the same sentence in SNCSE's two templates), then the extra
-views ``negation``, ``paraphrase``, ``syncse`` (pool negatives) and ``san``.
+Views: ``anchor`` and ``positive`` (the same sentence in SNCSE's two templates), ``syncse`` (pool
+negatives), and one view per augmenter unit, named by its column (``hardneg.augment.units``:
+``san``, ``negation``, ``paraphrase`` and any registered augmenter's). What a unit's view gets
+(its default template, SNCSE's period, whether the ordinary views pass encodes it) is declared
+on the unit; the functions below read the registry, so a unit registered later is included.
 """
 
 from __future__ import annotations
@@ -11,23 +14,39 @@ import string
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from hardneg.augment import units as augmenters
+
 if TYPE_CHECKING:
     from hardneg.train.settings import TrainSettings
 
-EXTRA_VIEWS = ("negation", "paraphrase", "san", "syncse")  # views besides anchor/positive that get a template
-VIEW_TEMPLATE_CHOICES = ("anchor", "positive")
-# SNCSE train_SNCSE.py (Different_Prompt_Negation) and SAN's SNCSE+SAN script wrap the negation
-# and the SAN negative in the POSITIVE's template ("This sentence of ..."); OssCSE has no code and
-# builds on SNCSE, so its paraphrase follows the same convention (docs/deviations.md).
-DEFAULT_VIEW_TEMPLATES = {"negation": "positive", "paraphrase": "positive", "san": "positive",
-                          "syncse": "positive"}  # SynCSE pool negatives: like the other negatives
+VIEW_TEMPLATE_CHOICES = augmenters.TEMPLATE_CHOICES
+# SynCSE pool negatives: a method's view, not an augmenter's; templated like the other negatives
+METHOD_VIEW_TEMPLATES = {"syncse": "positive"}
 # train_SNCSE.py (Sense-GVT/SNCSE and SAN's SNCSE+SAN / RLRD+SAN copies): PUNCTUATION =
-# list(string.punctuation); " ." is appended to the anchor/positive sentence and to the negation,
-# never to SAN's negative (SAN's scripts comment that line out)
+# list(string.punctuation); " ." is appended to the anchor/positive sentence and to the views whose
+# unit says append_period (the negation), never to SAN's negative (SAN's scripts comment that out)
 PUNCTUATION = frozenset(string.punctuation)
-PERIOD_VIEWS = ("anchor", "positive", "negation")
-# the order the views pass encodes them in (and HiCL's segment pass); SAN has a pass of its own
-VIEWS_PASS_ORDER = ("anchor", "positive", "negation", "paraphrase", "syncse")
+
+
+def extra_views() -> tuple[str, ...]:
+    """Views besides anchor/positive that get a template: every augmenter's column, then syncse."""
+    return (*augmenters.columns(), *METHOD_VIEW_TEMPLATES)
+
+
+def default_view_templates() -> dict[str, str]:
+    """view -> anchor|positive: each unit's declared template, and the method views'."""
+    return {**{u.column: u.view_template for u in augmenters.units()}, **METHOD_VIEW_TEMPLATES}
+
+
+def period_views() -> tuple[str, ...]:
+    """Views SNCSE's " ." is appended to (with ``append_period``)."""
+    return ("anchor", "positive", *(u.column for u in augmenters.units() if u.append_period))
+
+
+def views_pass_order() -> tuple[str, ...]:
+    """The order the views pass encodes views in (and HiCL's segment pass): anchor, positive, the
+    units' views that declare ``views_pass`` (SAN has a pass of its own), then syncse."""
+    return ("anchor", "positive", *(u.column for u in augmenters.units() if u.views_pass), "syncse")
 
 
 def view_template(s: TrainSettings, view: str) -> str | None:
@@ -39,7 +58,7 @@ def view_template(s: TrainSettings, view: str) -> str | None:
         return s.templates[0]
     if view == "positive":
         return s.templates[1]
-    which = {**DEFAULT_VIEW_TEMPLATES, **(s.view_templates or {})}[view]
+    which = {**default_view_templates(), **(s.view_templates or {})}[view]
     return s.templates[0] if which == "anchor" else s.templates[1]
 
 
@@ -58,7 +77,7 @@ def view_texts(s: TrainSettings, view: str, sentences: Sequence[str],
     anchor got the period is SNCSE's fallback ``"Not " + anchor + " ."`` (train_SNCSE.py looks the
     negation up with the period-appended sentence as key, which misses for exactly those rows).
     ``anchors``: the rows' corpus sentences (needed for that fallback)."""
-    if not s.append_period or view not in PERIOD_VIEWS:
+    if not s.append_period or view not in period_views():
         return list(sentences)
     if view == "negation" and s.negation_period_fallback:
         if anchors is None or len(anchors) != len(sentences):
@@ -73,7 +92,7 @@ def view_texts(s: TrainSettings, view: str, sentences: Sequence[str],
 
 def views_pass(s: TrainSettings, texts: Sequence[str],
                extra: dict[str, list[str]]) -> list[tuple[str, list[str], str | None]]:
-    """(view, text, template) of every view the views pass encodes, in ``VIEWS_PASS_ORDER``
+    """(view, text, template) of every view the views pass encodes, in :func:`views_pass_order`
     (anchor and positive from ``texts``, the others from the ``extra`` columns present)."""
     cols = {"anchor": texts, "positive": texts, **extra}
-    return [(v, view_texts(s, v, cols[v], texts), view_template(s, v)) for v in VIEWS_PASS_ORDER if v in cols]
+    return [(v, view_texts(s, v, cols[v], texts), view_template(s, v)) for v in views_pass_order() if v in cols]
