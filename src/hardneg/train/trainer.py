@@ -31,7 +31,7 @@ from hardneg.plotting import pyplot, save_png
 from hardneg.shards import write_json_atomic
 from hardneg.train import distributed as D
 from hardneg.train import replacement_terms  # HNCSE, HiCL, SynCSE
-from hardneg.train.cached_gradient import CachedStep, refusal
+from hardneg.train.cached_gradient import CachedStep
 from hardneg.train.checkpoint import (
     Checkpointer,
     IncompatibleCheckpoint,  # noqa: F401  # re-exported: callers catch it here
@@ -45,6 +45,13 @@ from hardneg.train.inputs import input_digests
 from hardneg.train.model import ContrastiveEncoder
 from hardneg.train.reading import reading
 from hardneg.train.settings import TrainSettings
+from hardneg.train.speed import (  # noqa: F401  # re-exported: Prefetch, TrainingOutOfMemory
+    Prefetch,
+    TrainingOutOfMemory,
+    compile_backbone,
+    out_of_memory,
+    upcoming_steps,
+)
 from hardneg.train.step_model import Objective, StepModel
 from hardneg.train.teachers import Teachers, load_teachers, resolve_specs
 from hardneg.train.tracking import Trackers
@@ -88,28 +95,6 @@ def _plot_curve(metrics_path: Path, png: Path) -> None:
     save_png(fig, png, dpi=100)
 
 
-# ---------------------------------------------------------------------------- GPU speed
-class TrainingOutOfMemory(RuntimeError):
-    """The device ran out of memory: names batch_size and the measured peak."""
-
-
-def out_of_memory(exc: BaseException, s: TrainSettings, device: torch.device) -> TrainingOutOfMemory:
-    """The error for an out-of-memory step (instead of a CUDA traceback)."""
-    if device.type == "cuda":
-        peak = torch.cuda.max_memory_allocated(device) / 2**30
-        total = torch.cuda.get_device_properties(device).total_memory / 2**30
-        where = f"{device} ({torch.cuda.get_device_name(device)}): peak {peak:.2f} GiB allocated of {total:.2f} GiB"
-    else:
-        where = f"{device}"
-    cache = (f"use a smaller mini_batch_size (now {s.mini_batch_size})" if s.mini_batch_size is not None
-             else "set mini_batch_size (cached gradients: same batch, less memory)" if refusal(s) is None else None)
-    fixes = "lower batch_size or max_length, " + (f"{cache}, " if cache else "") + "or give the job a whole GPU"
-    return TrainingOutOfMemory(
-        f"out of memory with train setting batch_size={s.batch_size} (max_length={s.max_length}) on {where}; "
-        f"{fixes} ({str(exc).splitlines()[0][:200]})"
-    )
-
-
 def check_finite(bad_step: torch.Tensor, parts: dict[str, torch.Tensor], n_batches: int, info: D.DistInfo) -> None:
     """Raise TrainingDiverged naming the first step whose loss was not finite (on every rank)."""
     bad = int(bad_step)
@@ -120,88 +105,6 @@ def check_finite(bad_step: torch.Tensor, parts: dict[str, torch.Tensor], n_batch
             f"non-finite loss at step {bad} (epoch {epoch}, batch {index}): {values}; "
             f"lower train setting 'lr' or use precision fp32"
         )
-
-
-def compile_backbone(backbone: nn.Module, device: torch.device) -> bool:
-    """``train.compile``: torch.compile the backbone in place (state_dict keys unchanged; CUDA
-    graphs on CUDA, see ``COMPILE_MODE``) when a compiler works on this platform; else warn and
-    train eagerly."""
-    try:
-        probe = torch.compile(lambda x: torch.nn.functional.gelu(x) * 2 + 1, dynamic=False)
-        probe(torch.randn(8, device=device))
-    except Exception as exc:  # noqa: BLE001  # no C compiler / Triton: inductor fails at the first call
-        log.warning("train.compile: torch.compile does not work here (%s: %s); training without it",
-                    type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "")
-        return False
-    mode = COMPILE_MODE
-    if mode == "auto":  # CUDA graphs on CUDA (static shapes make them possible)
-        mode = "reduce-overhead" if device.type == "cuda" else None
-    backbone.compile(dynamic=False, mode=mode)
-    return True
-
-
-# torch.compile mode for train.compile. "auto": "reduce-overhead" (CUDA graphs) on CUDA, the
-# default elsewhere. Measured (H100, bert-base, batch 64, docs/benchmarks.md): simcse 1,540 ->
-# 3,480 sent/s, simcse_san 805 -> 2,546, logged losses equal to plain compile's to ~1e-3.
-COMPILE_MODE: str | None = "auto"
-PREFETCH_DEPTH = 4  # steps tokenized ahead by the worker thread; 0: in the loop (bench compares)
-
-
-class Inline:
-    """``Prefetch``'s interface, computed in the loop."""
-
-    def __init__(self, fn: Callable[[int], Any], start: int) -> None:
-        self.fn, self.at = fn, start
-
-    def next(self) -> Any:
-        self.at += 1
-        return self.fn(self.at - 1)
-
-    def close(self) -> None:
-        pass
-
-
-class Prefetch:
-    """``fn(step)`` for steps ``start..stop-1``, computed ``depth`` steps ahead in a daemon thread
-    (results in step order; an exception surfaces at the step that raised it)."""
-
-    def __init__(self, fn: Callable[[int], Any], start: int, stop: int, depth: int = 4) -> None:
-        import queue
-        import threading
-
-        self._q: queue.Queue = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
-
-        def work() -> None:
-            for at in range(start, stop):
-                if self._stop.is_set():
-                    return
-                try:
-                    item = (True, fn(at))
-                except BaseException as exc:  # noqa: BLE001  # handed to the consumer
-                    item = (False, exc)
-                self._q.put(item)  # blocks while `depth` steps wait; close() drains
-                if not item[0]:
-                    return
-
-        self._thread = threading.Thread(target=work, name="train-tokenize", daemon=True)
-        self._thread.start()
-
-    def next(self) -> Any:
-        ok, value = self._q.get()
-        if not ok:
-            raise value
-        return value
-
-    def close(self) -> None:
-        import queue
-
-        self._stop.set()
-        while self._thread.is_alive():
-            try:
-                self._q.get(timeout=0.05)
-            except queue.Empty:
-                pass
 
 
 # ----------------------------------------------------------------------------------------------
@@ -344,7 +247,7 @@ def train(
     # tokenization of the next steps runs in a worker thread (the fast tokenizer releases the
     # GIL) while the device runs this one; non-finite losses are checked on the device and read
     # back only at logging/eval/checkpoint steps on CUDA (every step on CPU, where it is free)
-    upcoming = Prefetch(prepare, step, total_steps, PREFETCH_DEPTH) if PREFETCH_DEPTH > 0 else Inline(prepare, step)
+    upcoming = upcoming_steps(prepare, step, total_steps)
     deferred = device.type == "cuda"
 
     def autocast() -> torch.autocast:
