@@ -218,7 +218,7 @@ def gpu_main(args) -> None:
         shards = {"corpus": [str(write_shard(corpus, tmp / "corpus.parquet"))],
                   "san": [str(write_shard(san, tmp / "san.parquet"))]}
         model = str(tmp / "bert-base")
-        import hardneg.train.trainer as T
+        import hardneg.train.speed as T  # COMPILE_MODE, PREFETCH_DEPTH
 
         variants = [("simcse", 2, False, None, 4), ("simcse", 2, True, None, 4), ("simcse", 2, False, None, 0),
                     ("simcse", 2, True, "reduce-overhead", 4), ("simcse_san", 3, False, None, 4),

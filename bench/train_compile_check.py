@@ -27,6 +27,7 @@ def main() -> None:
 
     import hardneg.train.trainer as T
     from hardneg.shards import write_shard
+    from hardneg.train import speed
     from hardneg.train.presets import build_settings
 
     lines = []
@@ -45,7 +46,7 @@ def main() -> None:
         losses = {}
         for label, compile_, mode in (("eager", False, None), ("compile", True, None),
                                       ("compile reduce-overhead", True, "reduce-overhead")):
-            T.COMPILE_MODE = mode
+            speed.COMPILE_MODE = mode
             s = build_settings(args.method, str(tmp / "m"), 42, {"max_steps": args.steps, "log_every": 5,
                                "eval_every": 10**6, "checkpoint_every": 10**6, "show_progress": False,
                                "compile": compile_, "lr": 3e-5})

@@ -56,7 +56,7 @@ def test_san_overlapped_chunks_give_the_same_rows(tiny_mlm_dir, tmp_path_factory
 
 
 def test_prefetch_keeps_order_and_reraises_at_the_failing_step():
-    from hardneg.train.trainer import Prefetch
+    from hardneg.train.speed import Prefetch
 
     pre = Prefetch(lambda i: i * i, 3, 9, depth=2)
     assert [pre.next() for _ in range(6)] == [9, 16, 25, 36, 49, 64]
@@ -81,7 +81,8 @@ def test_prefetch_keeps_order_and_reraises_at_the_failing_step():
 def test_static_width_tokenization_and_compile_fallback(tiny_mlm_dir, monkeypatch, caplog):
     from hardneg.train.model import ContrastiveEncoder
     from hardneg.train.presets import build_settings
-    from hardneg.train.trainer import StepModel, compile_backbone
+    from hardneg.train.speed import compile_backbone
+    from hardneg.train.step_model import StepModel
 
     s = build_settings("simcse", str(tiny_mlm_dir), seed=1, overrides={"max_length": 16, "compile": True})
     enc = ContrastiveEncoder.from_pretrained(str(tiny_mlm_dir), s.pooler, s.max_length, True)
@@ -105,14 +106,14 @@ def test_static_width_tokenization_and_compile_fallback(tiny_mlm_dir, monkeypatc
         raise RuntimeError("no working C compiler")
 
     monkeypatch.setattr(torch, "compile", broken)
-    with caplog.at_level(logging.WARNING, logger="hardneg.train.trainer"):
+    with caplog.at_level(logging.WARNING, logger="hardneg.train.speed"):
         assert compile_backbone(enc.backbone, torch.device("cpu")) is False
     assert "train.compile" in caplog.text and "no working C compiler" in caplog.text
 
 
 def test_out_of_memory_error_names_batch_size(tiny_mlm_dir):
     from hardneg.train.presets import build_settings
-    from hardneg.train.trainer import out_of_memory
+    from hardneg.train.speed import out_of_memory
 
     s = build_settings("simcse", str(tiny_mlm_dir), seed=1, overrides={"batch_size": 512})
     err = out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), s,

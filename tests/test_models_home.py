@@ -161,12 +161,12 @@ def test_bf16_on_a_cpu_without_native_bf16_warns_as_san_did(monkeypatch, caplog)
 def test_call_sites_use_the_one_precision_and_device_home():
     from hardneg.augment.san import mask_predict
     from hardneg.encoders import encoder
-    from hardneg.train import trainer
+    from hardneg.train import set_up
 
     assert mask_predict.resolve_precision is resolve_precision
     assert encoder.resolve_precision is resolve_precision
-    assert trainer.resolve_precision is resolve_precision
-    assert trainer.pick_device is pick_device
+    assert set_up.resolve_precision is resolve_precision
+    assert set_up.pick_device is pick_device
     assert not hasattr(mask_predict, "pick_device") and not hasattr(mask_predict, "load_mlm")
 
 
@@ -287,7 +287,7 @@ def _dpi(png: Path) -> float:
 def test_every_png_is_written_by_the_one_home_with_its_callers_dpi(monkeypatch, tmp_path):
     from hardneg.evaluate import plots
     from hardneg.report import render
-    from hardneg.train import trainer
+    from hardneg.train import finish
 
     written: list[Path] = []
     real = plotting.atomic_path
@@ -304,7 +304,7 @@ def test_every_png_is_written_by_the_one_home_with_its_callers_dpi(monkeypatch, 
                     tmp_path / "report.png")
     metrics = tmp_path / "metrics.jsonl"
     metrics.write_text(json.dumps({"kind": "train", "step": 1, "loss": 1.0}) + "\n")
-    trainer._plot_curve(metrics, tmp_path / "curve.png")
+    finish.plot_curve(metrics, tmp_path / "curve.png")
     assert written == [tmp_path / "eval.png", tmp_path / "report.png", tmp_path / "curve.png"]
     # each caller keeps its resolution (pHYs rounds to whole pixels per metre)
     assert [round(_dpi(p)) for p in written] == [110, 100, 100]

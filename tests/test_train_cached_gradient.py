@@ -254,7 +254,7 @@ def test_ddp_cached_gradient_uses_the_gathered_batch(tmp_path, tiny_mlm_dir, sha
 
 
 def test_out_of_memory_error_suggests_mini_batch_size_where_it_applies():
-    from hardneg.train.trainer import out_of_memory
+    from hardneg.train.speed import out_of_memory
 
     def message(**kw) -> str:
         s = TrainSettings.from_dict({**preset(kw.pop("method", "simcse")).settings, **kw})
