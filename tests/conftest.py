@@ -85,14 +85,14 @@ def tiny_local(tmp_path_factory) -> Path:
     Bounded by its own limit (tinyrun.TINY_RUN_LIMIT_S); the tests that use it time only their
     own body (``timeout(..., func_only=True)``), so whichever runs first is not charged for it.
     Developers iterating on the report/Slurm checks may point HARDNEG_TINY_WORKDIR at a finished run."""
-    from tinyrun import REPO, SNAKEMAKE, TINY, TINY_RUN_LIMIT_S, run
+    from tinyrun import REPO, SNAKEMAKE, TINY, TINY_RUN_LIMIT_S, TINY_SCHEDULING, run
 
     from hardneg.cluster.workdir import link_workflow
 
     if os.environ.get("HARDNEG_TINY_WORKDIR"):
         return Path(os.environ["HARDNEG_TINY_WORKDIR"])
     wd = link_workflow(REPO, tmp_path_factory.mktemp("tiny-local") / "main")
-    run([SNAKEMAKE, *TINY, "--cores", "2"], wd, limit=TINY_RUN_LIMIT_S)
+    run([SNAKEMAKE, *TINY, *TINY_SCHEDULING], wd, limit=TINY_RUN_LIMIT_S)
     return wd
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tinyrun import TINY_SCHEDULING
 
 from hardneg.cluster.workdir import link_workflow
 
@@ -72,7 +73,7 @@ def augmented(tiny_local, tmp_path_factory) -> Path:
             shutil.copytree(tiny_local / item, wd / item, symlinks=True, dirs_exist_ok=True,
                             ignore=lambda d, names: [n for n in names if Path(d).name == "results"
                                                      and n in _NOT_SHARED])
-    smk(wd, *TINY, "--cores", "2", "--until", "san", "select_paraphrase", "negate")
+    smk(wd, *TINY, *TINY_SCHEDULING, "--until", "san", "select_paraphrase", "negate")
     return wd
 
 
@@ -128,7 +129,7 @@ def test_forcerun_and_until_rerun_one_rule(augmented):
                         "select_paraphrase")
     assert jobs == {"select_paraphrase": 2}, jobs
     # Really re-run it: only that rule executes, the shards it makes are rewritten.
-    out = smk(augmented, *TINY, "--cores", "2", "--forcerun", "select_paraphrase", "--until",
+    out = smk(augmented, *TINY, *TINY_SCHEDULING, "--forcerun", "select_paraphrase", "--until",
               "select_paraphrase", limit=300)
     ran = set(re.findall(r"^(?:local)?rule (\w+):", out, flags=re.MULTILINE))
     assert ran == {"select_paraphrase"}, ran

@@ -2,8 +2,8 @@
 (tests/identity_base.txt) and with this checkout gives the same shards, models and scores,
 byte for byte (JSON once wall-clock fields are removed), on the same machine.
 
-The two runs are fixtures, each bounded by its own limit (tinyrun.TINY_RUN_LIMIT_S, ~6.5 min idle
-each); the test's own timeout covers only the comparison."""
+The two runs are fixtures, each bounded by its own limit (tinyrun.TINY_RUN_LIMIT_S) and scheduled
+alike (tinyrun.TINY_SCHEDULING); the test's own timeout covers only the comparison."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from tinyrun import REPO, SNAKEMAKE, TINY, TINY_RUN_LIMIT_S, output_digests, run
+from tinyrun import REPO, SNAKEMAKE, TINY, TINY_RUN_LIMIT_S, TINY_SCHEDULING, output_digests, run
 
 pytestmark = pytest.mark.integration
 
@@ -59,7 +59,8 @@ def tiny_base(tmp_path_factory) -> tuple[Path, set[str]]:
     os.symlink(REPO.parent / "shared", root / "shared")  # configs name ../shared
     env = dict(os.environ, PYTHONPATH=str(base / "src"))  # the base's library, not this checkout's
     tracked = set(output_digests(base))
-    run([SNAKEMAKE, *TINY, "--cores", "2"], base, env=env, limit=TINY_RUN_LIMIT_S)
+    # scheduled as this checkout's run is (tinyrun.TINY_SCHEDULING), whatever the base's rules say
+    run([SNAKEMAKE, *TINY, *TINY_SCHEDULING], base, env=env, limit=TINY_RUN_LIMIT_S)
     return base, tracked
 
 

@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tinyrun import BIN, REPO, SNAKEMAKE, TINY, TINY_RUN_LIMIT_S, output_digests, run
+from tinyrun import BIN, REPO, SNAKEMAKE, TINY, TINY_RUN_LIMIT_S, TINY_THREADS, output_digests, run
 
 from hardneg.cluster.workdir import link_workflow
 
@@ -164,20 +164,21 @@ def slurm_cluster(tmp_path_factory):
 
 def slurm_test_args(workdir: Path, env: dict, mem_mb: int = 800, runtime: int = 20) -> list[str]:
     """Every rule's requests scaled down to the one-node test cluster (2 CPUs), and `train`
-    asking for a GPU (the node advertises placeholder GPUs) so the --gpus path runs too."""
+    asking for a GPU (the node advertises placeholder GPUs) so the --gpus path runs too; one
+    thread per job, as in the local run it is compared with (tinyrun.TINY_SCHEDULING)."""
     names = sorted({r for smk in (workdir / "rules").glob("*.smk")
                     for r in re.findall(r"^rule (\w+):", smk.read_text(), flags=re.MULTILINE)})
     sets = [f"{r}:{k}={v}" for r in names
             for k, v in (("mem_mb", mem_mb), ("runtime", runtime), ("cpus_per_task", 1))]
     if "train" in names:
         sets.append("train:gpu=1")
-    return ["--slurm-init-seconds-before-status-checks", "2", "--slurm-no-account",
+    return [*TINY_THREADS, "--slurm-init-seconds-before-status-checks", "2", "--slurm-no-account",
             "--default-resources", "slurm_partition=debug", f"mem_mb={mem_mb}", f"runtime={runtime}",
             "cpus_per_task=1", "--set-resources", *sets]
 
 
-# Idle: one Slurm run of every rule with 3 of the 11 training methods, less than the local tiny
-# run (~6.5 min, tinyrun.TINY_RUN_LIMIT_S), plus a dry run and one refused submission; the local
+# Idle: one Slurm run of every rule with one trained method and its teacher (25 jobs; the 32-job
+# run with three methods took 12 min), plus a dry run and one refused submission; the local
 # run it compares with is the fixture's, not charged here.
 @pytest.mark.slurm
 @pytest.mark.timeout(TINY_RUN_LIMIT_S + 600, func_only=True)
@@ -203,6 +204,7 @@ def test_tiny_workflow_on_slurm_equals_local(tiny_local, slurm_cluster, tmp_path
     # and every augmentation shard, teacher and student it shares with the local run is the same.
     assert set(b) <= set(a), sorted(set(b) - set(a))
     assert any(p.startswith("results/train/tiny/simcse/") for p in b)  # the teacher, via the DAG
+    assert any(p.startswith("results/train/tiny/rankcse_san/") for p in b)  # its student
     assert any(p.startswith("results/augment/") for p in b)
     deterministic = [p for p in b if p.endswith((".parquet", ".json", ".jsonl"))]
     assert len(deterministic) > 10

@@ -14,9 +14,17 @@ BIN = Path(sys.executable).parent  # the environment's console scripts (snakemak
 SNAKEMAKE = str(BIN / "snakemake")
 TINY = ["--configfile", "config.yaml", "experiments/tiny.yaml"]
 
-# One tiny experiment run (`snakemake --cores 2`): about 6.5 min on 2 idle cores (half of the
-# identity comparison's 13 min, which is two such runs; README). Each run is bounded on its own,
-# at more than 4x that, so that a busy machine slows it without failing it.
+# How every tiny run the tests make is scheduled (this checkout's, the identity base's, the Slurm
+# one): 2 cores, one thread per job, so that two jobs run at once. A tiny job is mostly interpreter
+# start-up, imports and model loading, which use one core whatever `threads` says; with the rules'
+# own 2 threads the jobs ran one after another. Threads enter no output key, and the runs that are
+# compared byte for byte are all scheduled alike (docs/reliability.md).
+TINY_THREADS = ["--max-threads", "1"]
+TINY_SCHEDULING = ["--cores", "2", *TINY_THREADS]
+
+# One tiny experiment run: 64 jobs, about 14 min on 2 idle cores with the rules' own threads
+# (measured, README), estimated at about 8 min with TINY_SCHEDULING. Each run is bounded on its own,
+# at more than twice that with room for a busy machine, so that load slows it without failing it.
 TINY_RUN_LIMIT_S = 1800
 
 _TIMING = re.compile(r"(seconds|_s|per_s|time|elapsed)$")

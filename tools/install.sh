@@ -41,4 +41,11 @@ links=()
 echo "[install] python deps into $VENV (torch: $(grep -v '^#' "$constraints"))"
 VIRTUAL_ENV="$VENV" uv pip install -q --python "$VENV/bin/python" "${links[@]}" \
   --constraint "$constraints" --index-strategy unsafe-best-match -e ".[offline,dev]"
+# Bytecode for every installed module, once (~70 CPU-s): each workflow job and test subprocess is a
+# new interpreter, and without .pyc files (uv writes none by default, and PYTHONDONTWRITEBYTECODE=1
+# keeps Python from writing them) each one compiles torch, transformers, spaCy and Snakemake again:
+# ~9 CPU-s more per training job, ~3 per Snakemake start (docs/benchmarks.md). A few files in
+# torch's test helpers use newer syntax and stay source (compileall's exit status 1).
+purelib="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+"$VENV/bin/python" -m compileall -q -j 0 "$purelib" >/dev/null || true
 "$VENV/bin/python" -c "import torch, transformers, spacy, snakemake; print('[install] torch', torch.__version__, '| transformers', transformers.__version__, '| snakemake', snakemake.__version__)"
