@@ -29,10 +29,10 @@ from hardneg.train.batches import StepBatches
 from hardneg.train.checkpoint import Checkpointer, trim_metrics
 from hardneg.train.data import TrainingData, batches_per_epoch, load_training_data
 from hardneg.train.inputs import input_digests
+from hardneg.train.methods.objective import Objective, prepare_encoder
 from hardneg.train.model import ContrastiveEncoder
 from hardneg.train.settings import TrainSettings
 from hardneg.train.speed import compile_backbone
-from hardneg.train.methods.objective import Objective, prepare_encoder
 from hardneg.train.step_model import StepModel
 from hardneg.train.teachers import Teachers, load_teachers, resolve_specs
 from hardneg.train.tracking import Trackers

@@ -29,6 +29,7 @@ from hardneg.train.data import TrainingData
 from hardneg.train.determinism import ordered_cpu_kernels
 from hardneg.train.dev_eval import evaluate_and_keep_best, score_initial_model
 from hardneg.train.finish import close_run, export_run
+from hardneg.train.methods.objective import Objective  # noqa: F401  # re-exported
 from hardneg.train.set_up import lr_lambda, restore_progress, set_up  # noqa: F401  # lr_lambda re-exported
 from hardneg.train.settings import TrainSettings
 from hardneg.train.speed import (  # noqa: F401  # re-exported: Prefetch, compile_backbone, TrainingOutOfMemory
@@ -38,7 +39,6 @@ from hardneg.train.speed import (  # noqa: F401  # re-exported: Prefetch, compil
     out_of_memory,
     upcoming_steps,
 )
-from hardneg.train.methods.objective import Objective  # noqa: F401  # re-exported
 from hardneg.train.step_model import StepModel  # noqa: F401  # re-exported
 
 
