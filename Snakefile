@@ -27,6 +27,7 @@ include: "rules/probe.smk"
 include: "rules/san.smk"
 include: "rules/negation.smk"
 include: "rules/backtranslation.smk"
+include: "rules/mine.smk"
 include: "rules/train.smk"
 include: "rules/report.smk"
 

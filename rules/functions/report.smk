@@ -31,6 +31,7 @@ def _report_inputs(wildcards):
             ins["summaries"].append(f"{train_dir(exp, method, seed)}/summary.json")
     for shard_path in (san_shard, negation_shard, paraphrase_shard):
         ins["augment"] += [shard_path(s) for s in SHARDS]
+    ins["augment"] += mined_shards_used()  # only when a configured method trains on them
     # Everything else the run makes, so benchmarks/ is complete when the tables are built.
     ins["after"] = [t for f in _TARGET_FUNCS if f is not _report_targets for t in f()]
     return ins

@@ -5,7 +5,7 @@ from hardneg.train.model_card import hub_datasets
 from hardneg.train.presets import METHODS as TRAIN_METHODS, settings_from_config
 
 # column a method needs -> the path helper (rules/functions/paths.smk) giving its shard
-_AUG_SHARD = {"san": san_shard, "negation": negation_shard, "paraphrase": paraphrase_shard}
+_AUG_SHARD = {"san": san_shard, "negation": negation_shard, "paraphrase": paraphrase_shard, "mined": mined_shard}
 
 
 def train_settings(method, seed, experiment=None):

@@ -32,6 +32,7 @@ RENDERERS: dict[str, str | Renderer] = {
     "san": "hardneg.augment.san.inspect:render_san",
     "negation": "hardneg.augment.negation.inspect:render_negation",
     "backtranslation": "hardneg.augment.backtranslation.inspect:render_backtranslation",
+    "mine": "hardneg.augment.mine.inspect:render_mine",
 }
 
 
@@ -41,6 +42,7 @@ RENDER_COLUMNS: dict[str, tuple[str, ...]] = {
     "san": ("iter0", "san"),
     "negation": ("negation", "rule"),
     "backtranslation": ("paraphrase", "paraphrase_pivot"),
+    "mine": ("mined", "mined_id", "mined_score", "mined_rank", "mined_ids", "mined_scores", "mined_ranks"),
 }
 
 

@@ -17,7 +17,7 @@ from hardneg.shards import read_shard
 
 _RUN_RE = re.compile(r"(?P<experiment>[^/]+)/(?P<method>[^/]+)/seed(?P<seed>\d+)/[^/]+$")
 # Output column each augmenter adds (augmentation shard contract in the README).
-AUG_OUTPUT = {"san": "san", "negation": "negation", "backtranslation": "paraphrase"}
+AUG_OUTPUT = {"san": "san", "negation": "negation", "backtranslation": "paraphrase", "mine": "mined"}
 
 
 def parse_run_path(path: str | Path) -> tuple[str, str, int]:

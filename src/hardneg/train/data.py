@@ -33,6 +33,7 @@ SOURCES: dict[str, tuple[str, str]] = {
     "san": ("san", "the SAN augmentation rule in rules/san.smk (helper san_shard)"),
     "negation": ("negation", "the negation rule in rules/negation.smk (helper negation_shard)"),
     "paraphrase": ("paraphrase", "the back-translation rule in rules/backtranslation.smk (helper paraphrase_shard)"),
+    "mined": ("mined", "the mine_shard rule in rules/mine.smk (helper mined_shard)"),
 }
 
 

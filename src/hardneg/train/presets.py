@@ -67,6 +67,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # models/SimCSE/run_scripts/1604.custom-model-scd-bert-large.sh): bert-large-uncased, batch 64,
     # lr 1e-5, tau 0.05, scd_temp (tau2) 0.1, p2 0.2, [CLS] + MLP in training, 1 epoch, fp32
     "simcse_san_large": {**_SIMCSE, "negatives": "san", "tau2": 0.1, "san_dropout": 0.2, "lr": 1e-5},
+    # SimCSE's unsupervised setting + the corpus-mined neighbour (hardneg.augment.mine) as the hard
+    # negative of SimCSE §4's supervised loss; hard_negative_weight 0 = SimCSE's run_sup_example.sh
+    "simcse_mined": {**_SIMCSE, "negatives": "mined", "hard_negative_weight": 0.0},
     # SNCSE BERT-base: batch 256, lr 1e-5, BML alpha 0.1 beta 0.3 weight 1e-3
     "sncse": {
         **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 256, "lr": 1e-5,
@@ -138,6 +141,8 @@ PRESET_INIT_MODELS: dict[str, str] = {"simcse_san_large": "bert-large-uncased"}
 METHOD_SOURCES: dict[str, str] = {
     "simcse": "SimCSE (Gao et al. 2021) §3, unsupervised; SAN Table 3 baseline",
     "simcse_san": "SAN (bcai01/SAN) §3.2 Eq. 2 (HiNCE), Table 6",
+    "simcse_mined": ("SimCSE §4 Eq. 5 (supervised form, one hard negative per sentence) with a corpus-mined "
+                     "neighbour as the hard negative; SimCSE's unsupervised hyper-parameters"),
     "simcse_san_large": ("SAN's SimCSE+SAN BERT-large run (bcai01/SAN run script 1604), the RankCSE+SAN "
                          "reference's second teacher"),
     "sncse": "SNCSE (Wang et al. 2022) §3, BML; reference Sense-GVT/SNCSE train_SNCSE.sh",
@@ -165,7 +170,7 @@ PAPER_URLS: dict[str, str] = {
     "HiCL": "https://arxiv.org/abs/2310.09720",
 }
 METHOD_PAPER: dict[str, str | None] = {
-    "simcse": "SimCSE", "simcse_san": "SAN", "simcse_san_large": "SAN", "sncse": "SNCSE", "sncse_san": "SAN",
+    "simcse": "SimCSE", "simcse_mined": "SimCSE", "simcse_san": "SAN", "simcse_san_large": "SAN", "sncse": "SNCSE", "sncse_san": "SAN",
     "osscse": "OssCSE", "rankcse_san": "SAN", "rlrd_san": "SAN", "rankcse": "RankCSE",
     "hncse_pm": "HNCSE", "hncse_hnm": "HNCSE", "hicl_simcse": "HiCL", "hicl_sncse": "HiCL",
     "syncse": None,

@@ -14,7 +14,7 @@ from hardneg.train import views
 from hardneg.train.views import EXTRA_VIEWS, VIEW_TEMPLATE_CHOICES
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-NEGATIVES = ("none", "san")
+NEGATIVES = ("none", "san", "mined")  # mined: supervised SimCSE with the mined hard negative
 FAILED_AUGMENTATION = ("keep", "drop")
 RECALL_FORMS = ("coupled", "decoupled")
 DISTILL_LOSSES = ("listmle", "listnet")
@@ -24,7 +24,7 @@ TEACHER_INPUTS = ("own", "student")
 TEACHER_KEYS = {"model", "method", "weight", "pooler", "template", "seed"}
 # Settings left out of to_dict (so of the fingerprint, settings.json, summary.json and the rule
 # params) while unset: a run without them is keyed and written exactly as before they existed.
-OMITTED_WHEN_NONE = frozenset({"mini_batch_size"})
+OMITTED_WHEN_NONE = frozenset({"mini_batch_size", "hard_negative_weight", "negative_views"})
 # Settings that do not change what is computed: a checkpoint stays resumable across them.
 # compile: how, not what, is computed (like the GPU model): a run may resume with it toggled
 NON_STRUCTURAL = frozenset({"eval_every", "checkpoint_every", "log_every", "show_progress", "compile"})
@@ -74,6 +74,11 @@ class TrainSettings:
     negatives: str = "none"
     tau2: float = 0.08
     san_dropout: float = 0.2
+    # negatives: mined (supervised SimCSE, §4 / princeton-nlp/SimCSE models.py cl_forward): added to
+    # the logit of each anchor's own hard negative (None: SimCSE's default 0)
+    hard_negative_weight: float | None = None
+    # which column supplies a negative view: {san: mined} (HiNCE), {negation: mined} (BML); None: their own
+    negative_views: dict[str, str] | None = None
     # SNCSE bidirectional margin on negations
     bml_weight: float = 0.0
     bml_alpha: float = 0.1
@@ -227,6 +232,7 @@ class TrainSettings:
                     bad("view_templates", f"unknown view {view!r} (known: {', '.join(EXTRA_VIEWS)})")
                 if which not in VIEW_TEMPLATE_CHOICES:
                     bad("view_templates", f"view {view!r}: must be one of {', '.join(VIEW_TEMPLATE_CHOICES)}")
+        self._validate_negative_views(bad)
         if self.negation_period_fallback and not self.append_period:
             bad("negation_period_fallback", "reproduces a quirk of SNCSE's period appending: needs append_period: true")
         for name, choices in (("recall_form", RECALL_FORMS), ("distill_loss", DISTILL_LOSSES),
@@ -248,6 +254,25 @@ class TrainSettings:
         from hardneg.train.replacement_terms import validate as validate_replacement_terms
 
         validate_replacement_terms(self, bad)
+
+    def _validate_negative_views(self, bad) -> None:
+        if self.hard_negative_weight is not None and self.negatives != "mined":
+            bad("hard_negative_weight", "weighs the mined hard negative: needs negatives: mined")
+        if self.negative_views is None:
+            return
+        if not isinstance(self.negative_views, dict):
+            bad("negative_views", "must be a mapping view -> column, e.g. {san: mined}")
+        for view, col in self.negative_views.items():
+            if view not in views.NEGATIVE_SOURCES:
+                bad("negative_views", f"unknown view {view!r} (known: {', '.join(views.NEGATIVE_SOURCES)})")
+            if col not in views.NEGATIVE_SOURCES[view]:
+                bad("negative_views", f"view {view!r}: must be one of {', '.join(views.NEGATIVE_SOURCES[view])}")
+        if self.negative_views.get("negation", "negation") != "negation" and self.negation_period_fallback:
+            bad("negative_views", "negation_period_fallback rewrites the negation as 'Not ' + sentence: "
+                                  "not with the negation view taken from another column")
+        if self.negative_views.get("san", "san") != "san" and self.post_process:
+            bad("negative_views", "post_process replaces dropped SAN negatives by the negation: set "
+                                  "post_process: false when the SAN view is taken from another column")
 
     def _validate_teachers(self, bad) -> None:
         if self.teachers is not None:
@@ -293,14 +318,7 @@ class TrainSettings:
     # ----- which augmentation columns the objectives read -----
     def needed_columns(self) -> list[str]:
         """Augmentation columns the configured objectives need, besides the corpus text."""
-        cols = []
-        if self.negatives == "san":
-            cols.append("san")
-        if self.bml_weight > 0 or self.margin_weight > 0 or self.post_process:
-            cols.append("negation")
-        if self.margin_weight > 0:
-            cols.append("paraphrase")
-        return cols
+        return list(dict.fromkeys(views.data_views(self).values()))
 
     @property
     def export_pooler(self) -> str:

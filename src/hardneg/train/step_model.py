@@ -18,6 +18,7 @@ from hardneg.train.hicl_views import hicl_views
 from hardneg.train.model import ContrastiveEncoder, dropout_rate
 from hardneg.train.objectives import (
     BidirectionalMargin,
+    HardNegativeInfoNCE,
     HiNCE,
     InfoNCE,
     ListMLESAN,
@@ -106,7 +107,9 @@ class Objective(nn.Module):
     def __init__(self, s: TrainSettings, encoder: ContrastiveEncoder) -> None:
         super().__init__()
         self.s = s
-        self.contrast = HiNCE(s.temperature, s.tau2) if s.negatives == "san" else InfoNCE(s.temperature)
+        self.contrast = (HiNCE(s.temperature, s.tau2) if s.negatives == "san"
+                         else HardNegativeInfoNCE(s.temperature, s.hard_negative_weight or 0.0) if s.negatives == "mined"
+                         else InfoNCE(s.temperature))
         self.bml = BidirectionalMargin(s.bml_alpha, s.bml_beta) if s.bml_weight > 0 else None
         self.margin = TwoWayMaxMargin(s.margin_alpha, s.margin_beta) if s.margin_weight > 0 else None
         ties = s.teacher_precision == "fp16"  # fp16 teacher scores tie: the reference shuffles them
@@ -132,6 +135,8 @@ class Objective(nn.Module):
         if self.s.negatives == "san":
             gs = D.gather_with_grad(emb["san"], info)
             parts["hince"] = self.contrast(g1, g2, gs)
+        elif self.s.negatives == "mined":  # supervised SimCSE with the mined neighbour as hard negative
+            parts["infonce_hard_negative"] = self.contrast(g1, g2, D.gather_with_grad(emb["mined"], info))
         elif self.methods is not None:  # HNCSE, HiCL, SynCSE: the first part replaces InfoNCE
             parts.update(self.methods(emb, g1, g2, info))
         else:

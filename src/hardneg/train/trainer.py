@@ -30,7 +30,7 @@ from hardneg.models.resolve import resolve_model
 from hardneg.plotting import pyplot, save_png
 from hardneg.shards import write_json_atomic
 from hardneg.train import distributed as D
-from hardneg.train import replacement_terms  # HNCSE, HiCL, SynCSE
+from hardneg.train import replacement_terms, views  # HNCSE, HiCL, SynCSE; view -> data column
 from hardneg.train.cached_gradient import CachedStep, refusal
 from hardneg.train.checkpoint import (
     Checkpointer,
@@ -321,10 +321,9 @@ def train(
             write_metric({"kind": "eval", "step": 0, "stsb_dev": score})
             log.info("step 0 (initial model): STS-B dev %.2f", score)
 
-    cols = s.needed_columns()
     frame = data.frame
     texts_all = frame["text"].to_list()
-    extra_all = {c: frame[c].to_list() for c in cols if c in ("san", "negation", "paraphrase")}
+    extra_all = {view: frame[c].to_list() for view, c in views.data_views(s).items()}
     neg_index = replacement_terms.build_index(s, texts_all)  # SynCSE's corpus-pool index (else None)
     counters = replacement_terms.counters(objective.methods, neg_index)
     checkpoint.restore_counters(counters)  # a resumed run keeps the counts of its earlier steps

@@ -2,7 +2,9 @@
 every forward path (the ordinary views pass, HiCL's segments, the teachers, the SynCSE pool index).
 
 Views: ``anchor`` and ``positive`` (the same sentence in SNCSE's two templates), then the extra
-views ``negation``, ``paraphrase``, ``syncse`` (pool negatives) and ``san``.
+views ``negation``, ``paraphrase``, ``syncse`` (pool negatives), ``san`` and ``mined`` (a corpus
+neighbour, hardneg.augment.mine). ``negative_views`` lets the mined column stand in for the
+SAN or the negation view (HiNCE, BML): the view keeps its encoding, only its text changes.
 """
 
 from __future__ import annotations
@@ -14,20 +16,23 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from hardneg.train.settings import TrainSettings
 
-EXTRA_VIEWS = ("negation", "paraphrase", "san", "syncse")  # views besides anchor/positive that get a template
+EXTRA_VIEWS = ("negation", "paraphrase", "san", "syncse", "mined")  # views besides anchor/positive that get a template
 VIEW_TEMPLATE_CHOICES = ("anchor", "positive")
 # SNCSE train_SNCSE.py (Different_Prompt_Negation) and SAN's SNCSE+SAN script wrap the negation
 # and the SAN negative in the POSITIVE's template ("This sentence of ..."); OssCSE has no code and
 # builds on SNCSE, so its paraphrase follows the same convention (docs/deviations.md).
 DEFAULT_VIEW_TEMPLATES = {"negation": "positive", "paraphrase": "positive", "san": "positive",
-                          "syncse": "positive"}  # SynCSE pool negatives: like the other negatives
+                          "syncse": "positive", "mined": "positive"}  # pool/mined negatives: like the others
 # train_SNCSE.py (Sense-GVT/SNCSE and SAN's SNCSE+SAN / RLRD+SAN copies): PUNCTUATION =
 # list(string.punctuation); " ." is appended to the anchor/positive sentence and to the negation,
 # never to SAN's negative (SAN's scripts comment that line out)
 PUNCTUATION = frozenset(string.punctuation)
-PERIOD_VIEWS = ("anchor", "positive", "negation")
+# a mined negative is another corpus sentence: it gets the anchor's " ." (an SNCSE-style preset)
+PERIOD_VIEWS = ("anchor", "positive", "negation", "mined")
 # the order the views pass encodes them in (and HiCL's segment pass); SAN has a pass of its own
-VIEWS_PASS_ORDER = ("anchor", "positive", "negation", "paraphrase", "syncse")
+VIEWS_PASS_ORDER = ("anchor", "positive", "negation", "paraphrase", "syncse", "mined")
+# views whose text another augmentation column may supply (train setting negative_views)
+NEGATIVE_SOURCES = {"san": ("san", "mined"), "negation": ("negation", "mined")}
 
 
 def view_template(s: TrainSettings, view: str) -> str | None:
@@ -77,3 +82,19 @@ def views_pass(s: TrainSettings, texts: Sequence[str],
     (anchor and positive from ``texts``, the others from the ``extra`` columns present)."""
     cols = {"anchor": texts, "positive": texts, **extra}
     return [(v, view_texts(s, v, cols[v], texts), view_template(s, v)) for v in VIEWS_PASS_ORDER if v in cols]
+
+
+def data_views(s: TrainSettings) -> dict[str, str]:
+    """view -> the training-data column its text comes from, for every view read from augmentation
+    shards (``negative_views`` may name the mined column for the SAN or the negation view)."""
+    src = s.negative_views or {}
+    out: dict[str, str] = {}
+    if s.negatives == "san":
+        out["san"] = src.get("san", "san")
+    if s.bml_weight > 0 or s.margin_weight > 0 or s.post_process:
+        out["negation"] = src.get("negation", "negation")
+    if s.margin_weight > 0:
+        out["paraphrase"] = "paraphrase"
+    if s.negatives == "mined":
+        out["mined"] = "mined"
+    return out
