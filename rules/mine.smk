@@ -31,8 +31,7 @@ rule mine_embed:
         runtime=120,
     params:
         cfg=_MINE_EMBED_KEYED,
-        # scheduling on the CPU (exact-length groups: no byte depends on them); keyed elsewhere
-        batch_size=keyed_unless(_MINE_CFG["batch_size"], _MINE_CFG["device"] == "cpu"),
+        # the device changes bytes only off the CPU (bf16 autocast): keyed there, scheduling here
         device=keyed_unless(_MINE_CFG["device"], _MINE_CFG["device"] == "cpu"),
         code=code_version("hardneg.augment.mine.encode", "hardneg.encoders", "hardneg.models"),
     script:

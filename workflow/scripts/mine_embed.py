@@ -7,5 +7,5 @@ from hardneg.runlog import run_rule
 
 sm = snakemake  # noqa: F821 (snakemake injects this object)
 run_rule(run_embed, sm.log[0], list(sm.input), Path(sm.output.embeddings).parent,
-         dict(sm.params.cfg) | {"batch_size": sm.params.batch_size, "device": sm.params.device},
+         dict(sm.params.cfg) | {"device": sm.params.device},
          threads=sm.threads)  # fmt: skip

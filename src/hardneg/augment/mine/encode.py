@@ -3,8 +3,9 @@
 The artifact (``embeddings.npy`` float32 [rows, dim] in corpus order, and ``embeddings.json``)
 is keyed by the corpus and the encoder settings only, so mining settings that differ share it.
 Encoding runs over the distinct texts in exact-token-length groups (no padding) in a fixed order
-(length, then first occurrence), so in fp32 a row's vector never depends on ``batch_size``
-(the same promise as SAN's, hardneg.augment.san.key).
+(length, then first occurrence), so a row's batch mates are the same on every run with the same
+``batch_size``. The batch size itself keys the artifact: a float32 matrix product's last bit
+depends on the number of rows it holds, so another batch size gives vectors a few ulps apart.
 """
 
 from __future__ import annotations
@@ -66,9 +67,8 @@ def encode_texts(encoder: Any, texts: Sequence[str], batch_size: int) -> np.ndar
 def write_embeddings(vectors: np.ndarray, manifest: dict[str, Any], out_dir: str | Path) -> Path:
     """Write ``embeddings.npy`` and its manifest atomically; return the folder."""
     out_dir = Path(out_dir)
-    with atomic_path(out_dir / EMBEDDINGS) as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
+    with atomic_path(out_dir / EMBEDDINGS) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
     write_json_atomic(manifest, out_dir / MANIFEST)
     return out_dir
 

@@ -97,6 +97,24 @@ def run_mine(embeddings: str | Path, corpus_shards: Sequence[str | Path], query_
         raise ValueError(f"{query_shard}: id {missing[0]} is not in the corpus shards the embeddings are of "
                          f"({len(missing)} such id(s))")
     q_rows = np.asarray([row_of[int(i)] for i in q_ids], dtype=np.int64)
+    t0, c0 = time.perf_counter(), time.process_time()
+    frame, sel = mine_rows(vectors, ids, texts, q_rows, cfg, seed)
+    log.info("mined %d queries among %d rows in %.1f s wall, %.1f s CPU", len(q_rows), len(texts),
+             time.perf_counter() - t0, time.process_time() - c0)
+    summary = shard.summarize(frame, sel, cfg.num_negatives) | {
+        "settings": cfg.provenance() | ({"seed": seed} if cfg.sampling_strategy == "random" else {}),
+        "embeddings": {k: emb_manifest.get(k) for k in ("encoder", "pooler", "max_length", "dim", "corpus_sha256")},
+        "candidates": len(set(texts)),
+    }
+    log.info("%s: %s", query_shard, {k: summary[k] for k in ("rows_in", "rows_out", "reasons")})
+    write_shard(frame, out_shard)
+    write_json_atomic(summary, summary_out)
+    return summary
+
+
+def mine_rows(vectors: np.ndarray, ids: np.ndarray, texts: list[str], q_rows: np.ndarray, cfg: MineConfig,
+              seed: int) -> tuple[Any, select.Selection]:
+    """The mined shard frame (and the selection) of corpus rows ``q_rows`` among all rows."""
     # the distinct texts are the candidates (first occurrence in corpus order): the sentence's own
     # text and its exact duplicates are one candidate, excluded as the positive
     first: dict[str, int] = {}
@@ -106,22 +124,12 @@ def run_mine(embeddings: str | Path, corpus_shards: Sequence[str | Path], query_
     unique_pos = {t: p for p, t in enumerate(first)}
     q_texts = [texts[r] for r in q_rows]
     self_pos = np.asarray([unique_pos[t] for t in q_texts], dtype=np.int64)
-    t0, c0 = time.perf_counter(), time.process_time()
+    q_ids = ids[q_rows]
     scores, positions = search.top_neighbours(vectors[q_rows], vectors[unique_rows], cfg.window() + 1)
     sel = select.select(scores, positions, self_pos, q_ids, cfg, seed)
-    log.info("searched %d queries x %d texts in %.1f s wall, %.1f s CPU", len(q_rows), len(unique_rows),
-             time.perf_counter() - t0, time.process_time() - c0)
     frame = shard.build_frame(q_ids, q_texts, sel, scores, positions, ids[unique_rows],
                               [texts[r] for r in unique_rows])
-    summary = shard.summarize(frame, sel, cfg.num_negatives) | {
-        "settings": cfg.provenance() | ({"seed": seed} if cfg.sampling_strategy == "random" else {}),
-        "embeddings": {k: emb_manifest.get(k) for k in ("encoder", "pooler", "max_length", "dim", "corpus_sha256")},
-        "candidates": len(unique_rows),
-    }
-    log.info("%s: %s", query_shard, {k: summary[k] for k in ("rows_in", "rows_out", "reasons")})
-    write_shard(frame, out_shard)
-    write_json_atomic(summary, summary_out)
-    return summary
+    return frame, sel
 
 
 def mine_corpus(corpus_shards: Sequence[str | Path], out_dir: str | Path, settings: Mapping | None = None, *,

@@ -40,11 +40,13 @@ POSITIVE_SCORE = 1.0  # cosine of a sentence with itself: the SimCSE positive (m
 SAMPLING = ("top", "random")
 # applied in this order, each to the candidates the earlier ones left (the reference's order)
 FILTERS = ("absolute_margin", "relative_margin", "max_score", "min_score")
-# settings that decide the embeddings (their cache key, with the corpus); batch_size and device
-# join it only off the CPU, where bf16 autocast rounds by batch shape (as STS evaluation's)
-EMBED_KEYED = ("encoder", "pooler", "max_length")
+# settings that decide the embeddings (their cache key, with the corpus). batch_size is among them:
+# even in fp32 on the CPU, without padding, a float32 matrix product's last bit depends on how
+# many rows it holds (tests/test_mine.py measures it), so the batch is part of what made the
+# bytes; device joins off the CPU, where bf16 autocast rounds differently again
+EMBED_KEYED = ("encoder", "pooler", "max_length", "batch_size")
 # scheduling: never change a byte of the mined shard
-SCHEDULING = ("batch_size", "device", "threads")
+SCHEDULING = ("device", "threads")
 
 
 @dataclass(frozen=True)
@@ -118,8 +120,8 @@ class MineConfig:
 def embed_keyed(cfg: dict[str, Any]) -> dict[str, Any]:
     """The ``mine`` entries that change the embeddings (their cache key, with the corpus)."""
     out = {k: cfg[k] for k in EMBED_KEYED}
-    if cfg.get("device") != "cpu":  # off the CPU, bf16 autocast rounds by batch shape
-        out |= {"device": cfg.get("device"), "batch_size": cfg["batch_size"]}
+    if cfg.get("device") != "cpu":  # off the CPU, bf16 autocast rounds differently
+        out["device"] = cfg.get("device")
     return out
 
 
