@@ -234,9 +234,7 @@ def test_cli_mines_inspects_and_is_byte_identical_on_a_rerun(corpus_shards, tmp_
 
 
 def test_mining_reuses_embeddings_of_the_same_encoder_only(corpus_shards, tmp_path):
-    from hardneg.augment.mine.run import mine_corpus
-
-    from hardneg.augment.mine.run import run_mine
+    from hardneg.augment.mine.run import mine_corpus, run_mine
 
     mine_corpus(corpus_shards, tmp_path / "a", {"device": "cpu", "threads": 1})
     with pytest.raises(ValueError, match="14 rows for a corpus of 7"):
