@@ -190,6 +190,10 @@ def test_mined_views_settings():
     with pytest.raises(ValueError, match="'negative_views'.*post_process"):
         build_settings("rankcse_san", "x", 0, method_overrides={"negative_views": {"san": "mined"},
                                                                  "allow_untrained_teacher": True})
+    with pytest.raises(ValueError, match="'negative_views'.*view 'san': no method of this run reads it"):
+        build_settings("simcse", "x", 0, method_overrides={"negative_views": {"san": "mined"}})
+    with pytest.raises(ValueError, match="'negative_views'.*'nope' is not an augmentation column"):
+        build_settings("sncse", "x", 0, method_overrides={"negative_views": {"negation": "nope"}})
     with pytest.raises(ValueError, match="'hard_negative_weight'.*needs negatives: mined"):
         build_settings("simcse", "x", 0, method_overrides={"hard_negative_weight": 1.0})
 
