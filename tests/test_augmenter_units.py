@@ -36,7 +36,7 @@ def _corpus(tmp_path: Path) -> Path:
 
 def test_builtin_units_name_their_rule_file_helper_and_renderer():
     units = {u.column: u for u in augmenters.units()}
-    assert list(units) == ["san", "negation", "paraphrase"]
+    assert list(units) == ["san", "negation", "paraphrase", "mined"]
     paths_smk = (ROOT / "rules/functions/paths.smk").read_text()
     for unit in units.values():
         rule_text = (ROOT / unit.rule_file).read_text()
@@ -47,9 +47,9 @@ def test_builtin_units_name_their_rule_file_helper_and_renderer():
 
 def test_views_come_from_the_units():
     assert views.default_view_templates() == {"san": "positive", "negation": "positive",
-                                              "paraphrase": "positive", "syncse": "positive"}
-    assert views.period_views() == ("anchor", "positive", "negation")
-    assert views.views_pass_order() == ("anchor", "positive", "negation", "paraphrase", "syncse")
+                                              "paraphrase": "positive", "mined": "positive", "syncse": "positive"}
+    assert views.period_views() == ("anchor", "positive", "negation", "mined")
+    assert views.views_pass_order() == ("anchor", "positive", "negation", "paraphrase", "mined", "syncse")
 
 
 def test_a_taken_or_reserved_column_is_refused(word_reversal):

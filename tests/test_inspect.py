@@ -50,11 +50,11 @@ def test_render_san_shard(tmp_path):
 
 
 def test_registry_and_errors(tmp_path):
-    frame = _san_like().with_columns(pl.lit("mine").alias("augmenter"))
-    with pytest.raises(ValueError, match="no renderer registered for augmenter 'mine'"):
+    frame = _san_like().with_columns(pl.lit("custom").alias("augmenter"))
+    with pytest.raises(ValueError, match="no renderer registered for augmenter 'custom'"):
         insp.inspect_frame(frame)
-    insp.register_renderer("mine", lambda f, n, s: f"MINE {f.height}")
-    assert "MINE 4" in insp.inspect_frame(frame)
+    insp.register_renderer("custom", lambda f, n, s: f"CUSTOM {f.height}")
+    assert "CUSTOM 4" in insp.inspect_frame(frame)
     with pytest.raises(ValueError, match="missing column"):
         insp.inspect_frame(pl.DataFrame({"id": [1], "text": ["x"]}), source="x.parquet")
 

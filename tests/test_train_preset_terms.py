@@ -114,6 +114,7 @@ def test_view_templates_and_templates_bad_input_names_the_setting():
 TERMS = {
     "simcse": {"infonce"},
     "simcse_san": {"hince"},
+    "simcse_mined": {"infonce_hard_negative"},
     "sncse": {"infonce", "bml"},
     "sncse_san": {"hince", "bml"},
     "osscse": {"infonce", "margin", "recall"},
@@ -134,11 +135,11 @@ def test_each_preset_has_exactly_its_papers_terms(method):
     assert set(TERMS) <= set(registry.preset_names()) and registry.preset(method).source
     s = preset(method)
     g = torch.Generator().manual_seed(0)
-    emb = {k: torch.randn(4, 3, generator=g) for k in ("anchor", "positive", "san", "negation", "paraphrase")}
+    emb = {k: torch.randn(4, 3, generator=g) for k in ("anchor", "positive", "san", "negation", "paraphrase", "mined")}
     sims = {"distill": torch.randn(4, 4, generator=g), "san": torch.randn(4, 4, generator=g)}
     _, parts = Objective(s, _Backbone())(emb, D.DistInfo(), sims)
     assert set(parts) - {"loss"} == TERMS[method]
-    weights = {"infonce": 1, "hince": 1, "bml": s.bml_weight, "margin": s.margin_weight, "recall": 1,
+    weights = {"infonce": 1, "hince": 1, "infonce_hard_negative": 1, "bml": s.bml_weight, "margin": s.margin_weight, "recall": 1,
                "consistency": s.consistency_weight, "distill_listmle": s.distill_weight,
                "listmle_san": s.listmle_weight}
     total = sum(weights[k] * v for k, v in parts.items() if k != "loss")

@@ -3,6 +3,8 @@
 # of the stage's settings minus those that never change a byte (threads, batch sizes, ...).
 # The config is complete here: hardneg.config.validate filled the schema's defaults.
 
+from hardneg.augment.mine.settings import embed_keyed as _mine_embed_keyed
+from hardneg.augment.mine.settings import shard_keyed as _mine_shard_keyed
 from hardneg.augment.san.key import keyed_settings as _san_keyed_settings
 
 # --- data (rules/data.smk)
@@ -124,6 +126,22 @@ def bt_candidates_shard(shard):
 def paraphrase_shard(shard):
     """Back-translation shard with the selected paraphrase (contract path)."""
     return f"results/augment/backtranslation/{corpus_tag()}/{_PARA_KEY}/shard-{shard}.parquet"
+
+
+# --- mined negatives (rules/mine.smk): the corpus embeddings are an artifact of their own, keyed
+# by the corpus and the encoder settings, so two mining settings share them
+_MINE_CFG = config["mine"]
+_MINE_EMBED_KEYED = _mine_embed_keyed(_MINE_CFG)
+_MINE_EMBED_KEY = f"emb-{short_hash(_MINE_EMBED_KEYED)}"
+MINE_EMBED_DIR = f"results/embeddings/{corpus_tag()}/{_MINE_EMBED_KEY}"
+_MINE_KEYED = _mine_shard_keyed(_MINE_CFG, config["seed"])
+_MINE_KEY = f"mine-{short_hash(_MINE_KEYED | {'embeddings': _MINE_EMBED_KEY})}"
+
+
+@shard_helper
+def mined_shard(shard):
+    """Mined-negative shard for a corpus shard (contract path)."""
+    return f"results/augment/mine/{corpus_tag()}/{_MINE_KEY}/shard-{shard}.parquet"
 
 
 def augmenter_shards(unit):

@@ -29,8 +29,10 @@ def _report_inputs(wildcards):
         if method != "baseline":
             ins["metrics"].append(f"{train_dir(exp, method, seed)}/metrics.jsonl")
             ins["summaries"].append(f"{train_dir(exp, method, seed)}/summary.json")
+    used = {c for m, s in train_runs() for c in train_settings(m, s).needed_columns()}
     for unit in augmenter_units():  # every augmenter's shards, by its unit's path helper
-        ins["augment"] += augmenter_shards(unit)
+        if not unit.on_demand or unit.column in used:  # on demand: only when a run reads them
+            ins["augment"] += augmenter_shards(unit)
     # Everything else the run makes, so benchmarks/ is complete when the tables are built.
     ins["after"] = [t for f in _TARGET_FUNCS if f is not _report_targets for t in f()]
     return ins

@@ -30,6 +30,7 @@ BUILTIN_UNIT_MODULES = (
     "hardneg.augment.san.unit",
     "hardneg.augment.negation.unit",
     "hardneg.augment.backtranslation.unit",
+    "hardneg.augment.mine.unit",
 )
 # view names a method owns (anchor and positive: the corpus sentence; syncse: pool negatives)
 # and the corpus shard's columns: no augmenter may take them
@@ -70,6 +71,9 @@ class AugmenterUnit:
     view_template: str = "positive"  # which of the two templates its view is encoded with by default
     append_period: bool = False  # SNCSE's " ." is appended to this view (train.append_period)
     views_pass: bool = True  # encoded in the ordinary views pass (False: a pass of its own)
+    # made only when a configured training run reads its column (the report lists its shards then);
+    # False: every workflow makes its shards (the report's augmentation page shows them)
+    on_demand: bool = False
     # report: (augmentation shards, examples) -> HTML parts for the augmentation page, "module:function"
     report_section: str | Callable[[Sequence[str | Path], int], list[str]] | None = None
     # training rows, all optional: extra shard columns to read {shard column: frame column}

@@ -24,7 +24,8 @@ class StepBatches:
         self.info, self.model = info, model
         frame = data.frame
         self.texts: list[str] = frame["text"].to_list()
-        self.extra = {c: frame[c].to_list() for c in s.needed_columns() if c in augmenters.columns()}
+        # view -> its column's texts (negative_views may give a view another augmenter's column)
+        self.extra = {v: frame[c].to_list() for v, c in s.data_views().items() if c in augmenters.columns()}
         self.tokenize_ahead = True  # False: tokens are made at the step (SynCSE adds pool negatives there)
 
     def prepare(self, at: int) -> StepInputs:

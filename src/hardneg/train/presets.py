@@ -81,6 +81,12 @@ PRESETS: list[Preset] = [
             "reference's second teacher"),
            {**_SIMCSE, "negatives": "san", "tau2": 0.1, "san_dropout": 0.2, "lr": 1e-5},
            init_model="bert-large-uncased"),
+    # SimCSE's unsupervised setting + the corpus-mined neighbour (hardneg.augment.mine) as the hard
+    # negative of SimCSE §4's supervised loss; hard_negative_weight 0 = SimCSE's run_sup_example.sh
+    Preset("simcse_mined", papers.SIMCSE,
+           ("SimCSE §4 Eq. 5 (supervised form, one hard negative per sentence) with a corpus-mined "
+            "neighbour as the hard negative; SimCSE's unsupervised hyper-parameters"),
+           {**_SIMCSE, "negatives": "mined", "hard_negative_weight": 0.0}),
     # SNCSE BERT-base: batch 256, lr 1e-5, BML alpha 0.1 beta 0.3 weight 1e-3
     Preset("sncse", papers.SNCSE, "SNCSE (Wang et al. 2022) §3, BML; reference Sense-GVT/SNCSE train_SNCSE.sh", {
         **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 256, "lr": 1e-5,

@@ -17,14 +17,15 @@ from hardneg.train import views
 from hardneg.train.views import VIEW_TEMPLATE_CHOICES, extra_views
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-NEGATIVES = ("none", "san")
+NEGATIVES = ("none", "san", "mined")  # mined: supervised SimCSE with the mined hard negative
 FAILED_AUGMENTATION = ("keep", "drop")
 TEACHER_PRECISIONS = ("fp32", "fp16")
 TEACHER_INPUTS = ("own", "student")
 TEACHER_KEYS = {"model", "method", "weight", "pooler", "template", "seed"}
 # Settings left out of to_dict (so of the fingerprint, settings.json, summary.json and the rule
 # params) while unset: a run without them is keyed and written exactly as before they existed.
-OMITTED_WHEN_NONE = frozenset({"mini_batch_size", "method_settings", "method_modules"})
+OMITTED_WHEN_NONE = frozenset({"mini_batch_size", "method_settings", "method_modules", "hard_negative_weight",
+                               "negative_views"})
 # the order of the augmentation columns in needed_columns (the trainer reads them in this order)
 COLUMN_ORDER = ("san", "negation", "paraphrase")
 # Settings that do not change what is computed: a checkpoint stays resumable across them.
@@ -76,6 +77,11 @@ class TrainSettings:
     negatives: str = "none"
     tau2: float = 0.08
     san_dropout: float = 0.2
+    # negatives: mined (supervised SimCSE, §4 / princeton-nlp/SimCSE models.py cl_forward): added to
+    # the logit of each anchor's own hard negative (None: SimCSE's default 0)
+    hard_negative_weight: float | None = None
+    # which column supplies a negative view: {san: mined} (HiNCE), {negation: mined} (BML); None: their own
+    negative_views: dict[str, str] | None = None
     # SNCSE bidirectional margin on negations
     bml_weight: float = 0.0
     bml_alpha: float = 0.1
@@ -322,10 +328,15 @@ class TrainSettings:
     # ----- which augmentation columns the objectives read -----
     def needed_columns(self) -> list[str]:
         """Augmentation columns the configured objectives need, besides the corpus text."""
-        from hardneg.train.methods.objective import needed_columns
+        return list(dict.fromkeys(self.data_views().values()))
+
+    def data_views(self) -> dict[str, str]:
+        """view -> the augmentation column its text comes from (``negative_views`` may give HiNCE's
+        san or BML's negation view another column, e.g. the mined neighbour)."""
+        from hardneg.train.methods.objective import data_views
 
         # post_process: dropped SAN negatives take the row's negation (SAN Appendix C)
-        return needed_columns(self, COLUMN_ORDER, ("negation",) if self.post_process else ())
+        return data_views(self, COLUMN_ORDER, ("negation",) if self.post_process else ())
 
     @property
     def export_pooler(self) -> str:

@@ -28,7 +28,7 @@ __all__ = ["Paper", "Preset", "load_modules", "method_names", "methods", "module
            "preset_names", "presets"]
 
 # built-in methods in the order the dispatcher adds their terms (per role) and validates them
-BUILTIN = ("infonce", "hince", "hncse", "hicl", "syncse", "listmle_san", "ranking", "bml", "margin", "recall")
+BUILTIN = ("infonce", "hince", "hard_negative", "hncse", "hicl", "syncse", "listmle_san", "ranking", "bml", "margin", "recall")
 
 _METHODS: dict[str, Method] = {}
 _PRESETS: dict[str, Preset] = {}

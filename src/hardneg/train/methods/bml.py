@@ -27,7 +27,8 @@ class BML(Method):
     role = "local"
     switch = "bml_weight"
     columns = ("negation",)
-    settings: ClassVar[dict[str, str]] = {"weight": "bml_weight", "alpha": "bml_alpha", "beta": "bml_beta"}
+    swappable = ("negation",)  # negative_views: {negation: mined} trains on the mined neighbour instead
+    settings: ClassVar[dict[str, str]] = {"negative_views": "negative_views", "weight": "bml_weight", "alpha": "bml_alpha", "beta": "bml_beta"}
 
     def enabled(self, s) -> bool:
         return s.bml_weight > 0

@@ -26,7 +26,8 @@ class HiNCE(Method):
     role = "contrast"
     switch = "negatives"
     columns = ("san",)
-    settings: ClassVar[dict[str, str]] = {"temperature": "temperature", "tau2": "tau2", "dropout": "san_dropout"}
+    swappable = ("san",)  # negative_views: {san: mined} trains on the mined neighbour instead
+    settings: ClassVar[dict[str, str]] = {"negative_views": "negative_views", "temperature": "temperature", "tau2": "tau2", "dropout": "san_dropout"}
 
     def enabled(self, s) -> bool:
         return s.negatives == "san"

@@ -40,19 +40,55 @@ def validate(s: TrainSettings, bad) -> None:
         m.validate(s, bad)
     chosen = [m for m in registered().values()
               if m.role == "contrast" and not m.default and m.enabled(s)]
+    _validate_negative_views(s, bad)
     if len(chosen) > 1:
         first, second = chosen[0], chosen[1]
-        if first.name == "hince":
+        if first.switch == "negatives":  # HiNCE or the mined hard negative
             bad(second.switch, "replaces the InfoNCE term: needs negatives: none")
         names = ", ".join(m.name for m in registered().values()
                           if m.role == "contrast" and m.name != "hince" and not m.default)
         bad(second.switch, f"cannot be combined with {first.name} (one of {names} per run)")
 
 
+def data_views(s: TrainSettings, order: tuple[str, ...], extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """view -> augmentation column for every view the run's methods read and ``extra``, views in
+    ``order`` (others sorted after). A view one of the run's methods declares ``swappable`` reads
+    the column ``negative_views`` names for it (for every method reading that view)."""
+    units = active(s)
+    swap = {v: c for v, c in (s.negative_views or {}).items() if any(v in m.swappable for m in units)}
+    wanted = {v for m in units for v in m.columns} | set(extra)
+    return {v: swap.get(v, v) for v in [v for v in order if v in wanted] + sorted(wanted - set(order))}
+
+
 def needed_columns(s: TrainSettings, order: tuple[str, ...], extra: tuple[str, ...] = ()) -> list[str]:
-    """Augmentation columns the run's methods read and ``extra``, in ``order`` (others sorted after)."""
-    cols = {c for m in active(s) for c in m.columns} | set(extra)
-    return [c for c in order if c in cols] + sorted(cols - set(order))
+    """Augmentation columns the run's views read (:func:`data_views`), each once, in view order."""
+    return list(dict.fromkeys(data_views(s, order, extra).values()))
+
+
+def _validate_negative_views(s: TrainSettings, bad) -> None:
+    """negative_views names views a method of the run lets read another augmentation column."""
+    if s.negative_views is None:
+        return
+    if not isinstance(s.negative_views, dict):
+        bad("negative_views", "must be a mapping view -> augmentation column, e.g. {san: mined}")
+    from hardneg.augment import units as augmenters
+
+    units = active(s)
+    swappable = {v: m.name for m in units for v in m.swappable}
+    for view, col in s.negative_views.items():
+        if view not in swappable:
+            known = ", ".join(f"{v} ({m.name})" for m in registered().values() for v in m.swappable)
+            bad("negative_views", f"view {view!r}: no method of this run reads it from another column "
+                                  f"(swappable views: {known})")
+        if col not in augmenters.columns():
+            bad("negative_views", f"view {view!r}: {col!r} is not an augmentation column "
+                                  f"(known: {', '.join(augmenters.columns())})")
+    if s.negative_views.get("negation", "negation") != "negation" and s.negation_period_fallback:
+        bad("negative_views", "negation_period_fallback rewrites the negation as 'Not ' + sentence: "
+                              "not with the negation view taken from another column")
+    if s.negative_views.get("san", "san") != "san" and s.post_process:
+        bad("negative_views", "post_process replaces dropped SAN negatives by the negation: set "
+                              "post_process: false when the SAN view is taken from another column")
 
 
 def needs_teacher(s: TrainSettings) -> bool:

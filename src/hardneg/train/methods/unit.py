@@ -87,11 +87,20 @@ class Method:
     switch: ClassVar[str] = "method_settings"  # the train setting that turns it on (named in errors)
     default: ClassVar[bool] = False  # InfoNCE: the contrast term when no other method brings one
     columns: ClassVar[tuple[str, ...]] = ()  # augmentation columns (views) its terms read
+    # views of ``columns`` whose text the train setting negative_views may take from another
+    # augmentation column (HiNCE's san, BML's negation: e.g. {san: mined}); the view keeps its encoding
+    swappable: ClassVar[tuple[str, ...]] = ()
     settings: ClassVar[dict[str, str]] = {}  # own name -> train setting
     own_defaults: ClassVar[dict[str, Any]] = {}  # external methods: nested settings and defaults
 
     def enabled(self, s: TrainSettings) -> bool:
         raise NotImplementedError
+
+    def views(self, s: TrainSettings) -> dict[str, str]:
+        """view -> the augmentation column its text comes from (a ``swappable`` view: the column
+        ``negative_views`` names, else its own)."""
+        swap = s.negative_views or {}
+        return {c: swap.get(c, c) if c in self.swappable else c for c in self.columns}
 
     def teaches(self, s: TrainSettings) -> bool:
         """True when its terms rank by teacher similarities (``Batch.teacher_sims``)."""
@@ -119,5 +128,5 @@ class Method:
     def describe(self) -> dict[str, Any]:
         """The method as data (``hardneg train --list-methods``)."""
         return {"name": self.name, "paper": self.paper.name, "url": self.paper.url, "role": self.role,
-                "columns": list(self.columns), "settings": dict(self.settings),
+                "columns": list(self.columns), "swappable": list(self.swappable), "settings": dict(self.settings),
                 "nested settings": dict(self.own_defaults), "summary": self.summary}

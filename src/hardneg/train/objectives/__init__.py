@@ -1,5 +1,6 @@
 """Training objectives, one small module per loss (each docstring names its equation)."""
 
+from hardneg.train.objectives.hard_negative import HardNegativeInfoNCE
 from hardneg.train.objectives.hince import HiNCE
 from hardneg.train.objectives.infonce import InfoNCE
 from hardneg.train.objectives.listmle import ListMLESAN, listmle
@@ -14,6 +15,7 @@ from hardneg.train.objectives.rankcse import (
 
 __all__ = [
     "BidirectionalMargin",
+    "HardNegativeInfoNCE",
     "HiNCE",
     "InfoNCE",
     "ListMLESAN",
