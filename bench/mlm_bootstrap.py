@@ -162,12 +162,12 @@ def write_outputs(records: list[dict], out: Path, plot: Path | None) -> None:
          f"accuracy on {first['heldout']} mirror sentences ({first['masked']} masked tokens; unigram baseline top-1 "
          f"{first['unigram_top1']}%). CPU s = `time.process_time` of the training steps (1 thread; a shared, busy machine)."),
         "",
-        "| setting | what | steps x batch, lr | CPU s/step | final top-1 / top-5 % | step: top-1 / top-5 % (CPU s) |",
+        "| setting | what | steps x batch, lr | CPU s/step | last top-1 / top-5 % | step: top-1 / top-5 % (CPU s) |",
         "|---|---|---|---|---|---|",
     ]
     for r in records:
         c = r["curve"]
-        per = f"{c[-1]['cpu_s'] / r['steps']:.2f}" if r["steps"] else "-"
+        per = f"{c[-1]['cpu_s'] / c[-1]['step']:.2f}" if c[-1]["step"] else "-"
         cells = ", ".join(f"{e['step']}: {e['top1']:.1f} / {e['top5']:.1f} ({e['cpu_s']:.0f})" for e in c)
         lines.append(f"| {r['name']} | {r['what']} | {r['steps']} x {r['batch']}, {r['lr']:g} | {per} | "
                      f"**{c[-1]['top1']:.1f}** / {c[-1]['top5']:.1f} | {cells} |")
