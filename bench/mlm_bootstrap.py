@@ -22,19 +22,33 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+from hardneg.augment.san.bootstrap_mlm import BootstrapConfig
+
 MIRROR = ROOT.parent / "shared" / "mirror"
 WIKI = "datasets/princeton-nlp/datasets-for-simcse/resolve/main/wiki1m_for_simcse.txt"
 SENTEVAL = "datasets/princeton-nlp/datasets-for-simcse/resolve/main/senteval.tar"
 
-# name -> (what it tests, settings over the base); base = the quick experiment's old default
+# name -> (what it tests, settings over BASE); steps are chosen so that every row spends about the
+# same CPU time (~200-250 CPU-s on one thread), so rows compare at a fixed budget
 SETTINGS: dict[str, tuple[str, dict]] = {
-    "old": ("quick corpus (3.8k train sentences), 2 top layers, lr 5e-4", {}),
-    "mirror": ("every mirror line (11.3k train sentences)", {"text": "source_file"}),
-    "mirror_lr1e-3_ub": ("mirror, lr 1e-3, unigram-initialised bias", {"text": "source_file", "lr": 1e-3, "unigram_bias": True}),
-    "mirror_lr1e-3_ub_wwm": ("+ whole-word masking", {"text": "source_file", "lr": 1e-3, "unigram_bias": True, "whole_word": True}),
-    "mirror_lr1e-3_ub_l4": ("mirror, lr 1e-3, unigram bias, 4 top layers", {"text": "source_file", "lr": 1e-3, "unigram_bias": True, "train_layers": 4}),
-    "mirror_lr2e-3_ub_l0": ("mirror, lr 2e-3, unigram bias, head only", {"text": "source_file", "lr": 2e-3, "unigram_bias": True, "train_layers": 0}),
+    "tie": ("the tied decoder + BERT's new transform head before training, bias as HF creates it", {"steps": 0, "unigram_bias": False}),
+    "quick_corpus_l2": ("quick corpus (3.8k sentences), 2 top layers, lr 5e-4, no unigram bias (the first bootstrap)",
+                        {"text": "corpus", "train_layers": 2, "lr": 5e-4, "unigram_bias": False}),
+    "l2": ("2 top layers", {"train_layers": 2}),
+    "l4": ("4 top layers (the default)", {}),
+    "l6": ("all 6 layers", {"train_layers": 6, "steps": 220}),
+    "l0": ("head only", {"train_layers": 0, "lr": 2e-3, "steps": 520}),
+    "l0_cache": ("head only, frozen encoder's outputs cached (static masks)", {"train_layers": 0, "lr": 2e-3, "cache_frozen": True, "steps": 1250}),
+    "l2_cache": ("2 top layers, the 4 frozen layers' outputs cached (static masks)", {"train_layers": 2, "cache_frozen": True, "steps": 420}),
+    "l4_wwm": ("4 top layers, whole-word masking", {"whole_word": True}),
+    "l4_linear": ("4 top layers, linear decay", {"schedule": "linear"}),
+    "l4_constant": ("4 top layers, constant lr after warm-up", {"schedule": "constant"}),
+    "l4_b64": ("4 top layers, batch 64", {"batch_size": 64, "steps": 150}),
+    "l4_b16": ("4 top layers, batch 16", {"batch_size": 16, "steps": 600}),
 }
+# the quick experiment's bootstrap (experiments/quick.yaml over the schema defaults), one thread
+BASE = {"steps": 300, "warmup_steps": 20, "text": "source_file", "threads": 1}
 
 
 def eval_keys(tmp: Path) -> set[str]:
@@ -49,24 +63,23 @@ def eval_keys(tmp: Path) -> set[str]:
 
 
 def main(argv: list[str]) -> int:
-    from hardneg.augment.san.bootstrap_mlm import (
-        BootstrapConfig,
-        fit_mlm,
-        load_for_bootstrap,
-        read_sentences,
-    )
+    from hardneg.augment.san.bootstrap_mlm import load_for_bootstrap, read_sentences
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", default=None, help=f"settings to run (default all): {', '.join(SETTINGS)}")
-    ap.add_argument("--eval-every", type=int, default=100)
+    ap.add_argument("--evals", type=int, default=3, help="held-out evaluations during each run (besides step 0 and the end)")
     ap.add_argument("--tmp", default="/tmp/mlm-bench")
     ap.add_argument("--save", default=None, help="folder: save each setting's trained MLM under it (for SAN runs)")
     ap.add_argument("--out", default=str(ROOT / "bench/results/mlm-bootstrap.md"))
+    ap.add_argument("--plot", default=str(ROOT / "docs/img/mlm-bootstrap-top1.svg"), help="SVG of top-1 against CPU s ('' for none)")
+    ap.add_argument("--from-curves", default=None, help="a curves.jsonl: only write the table and plot from it (last run of each setting)")
     args = ap.parse_args(argv)
+    if args.from_curves:
+        write_outputs(latest(Path(args.from_curves)), Path(args.out), Path(args.plot) if args.plot else None)
+        return 0
     tmp = Path(args.tmp)
     tmp.mkdir(parents=True, exist_ok=True)
-    # the quick experiment's bootstrap before this bench (settings name what they change)
-    base = BootstrapConfig(steps=300, warmup_steps=20, lr=5e-4, train_layers=2, unigram_bias=False, text="corpus", threads=1)
+    base = BootstrapConfig(**BASE)
     keys = eval_keys(tmp)
     mirror_ids, mirror_texts = read_sentences([], replace(base, text="source_file"), MIRROR / WIKI, keys)
     held = {k for k in mirror_ids if k % base.heldout_every == 0}
@@ -76,52 +89,112 @@ def main(argv: list[str]) -> int:
     quick = [(k, t) for k, t in zip(mirror_ids, mirror_texts, strict=True) if not (t in seen or seen.add(t))][:4000]
     quick += [(k, t) for k, t in zip(mirror_ids, mirror_texts, strict=True) if k in held and k > quick[-1][0]]
 
-    rows = []
+    records = []
     results = tmp / "curves.jsonl"
     for name in args.only or list(SETTINGS):
         what, over = SETTINGS[name]
         cfg = replace(base, **over)
         ids, texts = (mirror_ids, mirror_texts) if cfg.text == "source_file" else ([k for k, _ in quick], [t for _, t in quick])
         tok, model = load_for_bootstrap(cfg, "cpu")
-        curve: list[dict] = []
-        clock = {"cpu": 0.0, "since": time.process_time()}
-
-        def on_eval(step: int, m: dict, curve=curve, clock=clock, name=name) -> None:
-            clock["cpu"] += time.process_time() - clock["since"]
-            curve.append({"step": step, "cpu_s": round(clock["cpu"], 1), "top1": m["top1"], "top5": m["top5"]})
-            print(name, curve[-1], flush=True)
-            clock["since"] = time.process_time()
-
-        clock["since"] = time.process_time()
-        metrics = fit_mlm(model, tok, ids, texts, cfg, eval_every=args.eval_every, on_eval=on_eval, heldout_ids=held)
-        curve[0]["cpu_s"] = 0.0  # before training: tokenizing and the first evaluation are not steps
+        curve = run_timed(name, cfg, model, tok, ids, texts, held, args.evals)
+        record = {"name": name, "what": what, "steps": cfg.steps, "batch": cfg.batch_size, "lr": cfg.lr,
+                  "train": len(ids) - len(held & set(ids)), "heldout": len(held & set(ids)), "masked": curve[-1]["masked"],
+                  "unigram_top1": curve[-1]["unigram_top1"], "curve": curve}
         with results.open("a") as fh:
-            fh.write(json.dumps({"name": name, "what": what, "train": metrics["train_sentences"], "heldout": metrics["heldout_sentences"],
-                                 "masked": metrics["after"]["masked_tokens"], "unigram_top1": metrics["after"]["unigram_top1"], "curve": curve}) + "\n")
-        rows.append((name, what, metrics, curve))
+            fh.write(json.dumps(record) + "\n")
+        records.append(record)
         if args.save:
             model.save_pretrained(Path(args.save) / name)
             tok.save_pretrained(Path(args.save) / name)
-
-    lines = [
-        (f"SAN bootstrap MLM (`{base.base}`, batch {base.batch_size}, 15% masking, warm-up 20 then cosine): held-out "
-        f"masked-token accuracy on {rows[0][2]['heldout_sentences']} mirror sentences ({rows[0][2]['after']['masked_tokens']} masked tokens; "
-        f"unigram baseline top-1 {rows[0][2]['after']['unigram_top1']}%, top-5 {rows[0][2]['after']['unigram_top5']}%). "
-        "CPU s = `time.process_time` of the training steps (1 thread; a shared, busy machine)."),
-        "",
-        "| setting | what | step: top-1 / top-5 % (CPU s) |",
-        "|---|---|---|",
-    ]
-    for name, what, _m, curve in rows:
-        cells = ", ".join(f"{c['step']}: {c['top1']:.1f} / {c['top5']:.1f} ({c['cpu_s']:.0f})" for c in curve)
-        lines.append(f"| {name} | {what} | {cells} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    Path(args.out).write_text(text)
+    write_outputs(records, Path(args.out), Path(args.plot) if args.plot else None)
     return 0
 
 
+def run_timed(name: str, cfg, model, tok, ids: list[int], texts: list[str], held: set[int], evals: int) -> list[dict]:
+    """Fit with ``evals`` held-out evaluations between step 0 and the end; CPU seconds count the
+    training steps only (the evaluations' CPU time is measured and left out)."""
+    import hardneg.augment.san.bootstrap_mlm as boot
+
+    clock = {"start": None, "eval": 0.0}
+    plain = boot.evaluate_mlm
+
+    def timed_eval(*a, **k):  # fit_mlm calls evaluate_mlm through the module: time it there
+        t = time.process_time()
+        try:
+            return plain(*a, **k)
+        finally:
+            clock["eval"] += time.process_time() - t
+
+    curve: list[dict] = []
+
+    def on_eval(step: int, m: dict) -> None:
+        if clock["start"] is None:  # step 0: tokenizing and the first evaluation are not training
+            clock["start"], clock["eval"] = time.process_time(), 0.0
+        cpu = time.process_time() - clock["start"] - clock["eval"]
+        curve.append({"step": step, "cpu_s": round(cpu, 1), "top1": m["top1"], "top5": m["top5"],
+                      "masked": m["masked_tokens"], "unigram_top1": m["unigram_top1"]})
+        print(name, curve[-1], flush=True)
+
+    boot.evaluate_mlm = timed_eval
+    try:
+        boot.fit_mlm(model, tok, ids, texts, cfg, eval_every=max(cfg.steps // (evals + 1), 1), on_eval=on_eval, heldout_ids=held)
+    finally:
+        boot.evaluate_mlm = plain
+    if cfg.steps == 0:
+        curve = curve[:1]
+    return curve
+
+
+def latest(path: Path) -> list[dict]:
+    """The last record of each setting in a curves.jsonl, in SETTINGS order."""
+    by_name = {}
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        by_name[rec["name"]] = rec
+    return [by_name[n] for n in SETTINGS if n in by_name]
+
+
+def write_outputs(records: list[dict], out: Path, plot: Path | None) -> None:
+    """The Markdown table (``out``) and, with ``plot``, the top-1 against CPU-seconds curves (SVG)."""
+    first = records[0]
+    lines = [
+        (f"SAN bootstrap MLM (`{BootstrapConfig().base}`, 15% masking, warm-up 20 steps): held-out masked-token "
+         f"accuracy on {first['heldout']} mirror sentences ({first['masked']} masked tokens; unigram baseline top-1 "
+         f"{first['unigram_top1']}%). CPU s = `time.process_time` of the training steps (1 thread; a shared, busy machine)."),
+        "",
+        "| setting | what | steps x batch, lr | CPU s/step | last top-1 / top-5 % | step: top-1 / top-5 % (CPU s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        c = r["curve"]
+        per = f"{c[-1]['cpu_s'] / c[-1]['step']:.2f}" if c[-1]["step"] else "-"
+        cells = ", ".join(f"{e['step']}: {e['top1']:.1f} / {e['top5']:.1f} ({e['cpu_s']:.0f})" for e in c)
+        lines.append(f"| {r['name']} | {r['what']} | {r['steps']} x {r['batch']}, {r['lr']:g} | {per} | "
+                     f"**{c[-1]['top1']:.1f}** / {c[-1]['top5']:.1f} | {cells} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    out.write_text(text)
+    if plot is None:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.hashsalt"] = "mlm-bootstrap"  # stable element ids: the same curves, the same file
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for r in records:
+        if r["steps"]:
+            ax.plot([e["cpu_s"] for e in r["curve"]], [e["top1"] for e in r["curve"]], marker="o", ms=3, label=r["name"])
+    ax.axhline(first["unigram_top1"], color="grey", ls=":", label="unigram baseline")
+    ax.set_xlabel("CPU seconds of training (1 thread, time.process_time)")
+    ax.set_ylabel("held-out masked-token top-1 %")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(plot, metadata={"Date": None})
+
+
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT / "src"))
     torch.set_num_threads(1)
     sys.exit(main(sys.argv[1:]))

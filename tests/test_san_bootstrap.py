@@ -74,3 +74,43 @@ def test_whole_word_masking_chooses_every_piece_of_a_word_together():
         cols = chosen[:, words[0] == w]
         assert bool((cols == cols[:, :1]).all())  # all pieces of word w chosen or none
     assert not chosen[:, 0].any() and not chosen[:, -1].any() and 0 < int(chosen.sum()) < chosen.numel()
+
+
+def test_split_forward_equals_the_full_output_at_every_layer_boundary(tiny_mlm_dir):
+    from hardneg.augment.san.bootstrap_mlm import lower_hidden, masked_logits, upper_logits
+
+    tok, model = load_masked_lm(str(tiny_mlm_dir), setting="san.mlm", device="cpu")
+    model.eval()
+    enc = tok(["the cat sat on the mat", "a dog ran"], padding=True, return_tensors="pt")
+    where = torch.zeros_like(enc["input_ids"], dtype=torch.bool)
+    where[0, 2] = where[1, 1] = True
+    with torch.inference_mode():
+        full = masked_logits(model, enc["input_ids"], enc["attention_mask"], where)
+        for k in range(len(model.base_model.encoder.layer) + 1):
+            hidden = lower_hidden(model, enc["input_ids"], enc["attention_mask"], k)
+            part = upper_logits(model, hidden, enc["attention_mask"], where, k)
+            assert torch.equal(part, full), k  # the same modules in the same order on the same tensors
+
+
+def test_cached_bootstrap_is_deterministic_for_a_seed_and_trains(tmp_path, tiny_mlm_dir, mirror_dir):
+    from hardneg.augment.san.bootstrap_mlm import fit_mlm, load_for_bootstrap
+
+    lines = next(mirror_dir.rglob("wiki1m_for_simcse.txt")).read_text(encoding="utf-8").splitlines()[:200]
+    results = []
+    for layers in (0, 1, 0):
+        cfg = BootstrapConfig(base=str(tiny_mlm_dir), steps=12, batch_size=8, warmup_steps=1, heldout_max=20,
+                              train_layers=layers, cache_frozen=True, threads=1)
+        tok, model = load_for_bootstrap(cfg, "cpu")
+        m = fit_mlm(model, tok, list(range(len(lines))), lines, cfg)
+        results.append((m["final_loss_mean_last_20"], m["after"], model.cls.predictions.transform.dense.weight.clone()))
+    assert results[0][0] == results[2][0] and results[0][1] == results[2][1] and torch.equal(results[0][2], results[2][2])
+    assert results[0][0] != results[1][0]  # the top layer trained on the cached lower layers' output
+
+
+def test_lr_schedules_warm_up_then_decay_or_hold():
+    from hardneg.augment.san.bootstrap_mlm import _lr_at
+
+    for schedule, end in (("cosine", 0.0), ("linear", 0.0), ("constant", 1.0)):
+        lr_at = _lr_at(BootstrapConfig(steps=10, warmup_steps=2, schedule=schedule))
+        assert lr_at(0) == 0.5 and lr_at(2) == 1.0 and abs(lr_at(10) - end) < 1e-12
+    assert abs(_lr_at(BootstrapConfig(steps=10, warmup_steps=2, schedule="linear"))(6) - 0.5) < 1e-12

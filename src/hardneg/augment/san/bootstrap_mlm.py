@@ -34,6 +34,7 @@ from hardneg.shards import read_shard, write_json_atomic
 log = logging.getLogger(__name__)
 
 TEXTS = ("corpus", "source_file")
+SCHEDULES = ("cosine", "linear", "constant")
 
 
 @dataclass(frozen=True)
@@ -43,11 +44,13 @@ class BootstrapConfig:
     batch_size: int = 32
     lr: float = 1e-3  # bench/mlm_bootstrap.py: 4 layers at 1e-3 learn fastest per CPU-second
     warmup_steps: int = 100
+    schedule: str = "cosine"  # after the linear warm-up: cosine or linear decay to 0, or constant
     train_layers: int = 4  # top encoder layers fine-tuned with the head (0: head only)
     max_length: int = 32
     mask_rate: float = 0.15  # BERT pre-training masking (Devlin et al., 2019 §3.1)
     whole_word: bool = False  # mask every piece of a chosen word (BERT's whole-word-masking release)
     unigram_bias: bool = True  # decoder bias starts at log unigram frequency (step 0 = the unigram baseline)
+    cache_frozen: bool = False  # static masks; the frozen lower layers run once per sentence (FrozenCache)
     text: str = "corpus"  # corpus: the corpus shards; source_file: every line of the corpus file
     max_sentences: int = 100_000  # text=source_file: lines read at most
     heldout_every: int = 20  # every 20th sentence (by id) is held out for evaluation
@@ -61,6 +64,10 @@ class BootstrapConfig:
             raise ValueError(f"bootstrap_mlm: invalid settings {asdict(self)}")
         if self.text not in TEXTS:
             raise ValueError(f"bootstrap_mlm.text must be one of {TEXTS}, got {self.text!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"bootstrap_mlm.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.cache_frozen and self.whole_word:
+            raise ValueError("bootstrap_mlm: cache_frozen and whole_word cannot be combined (the cache draws single-token masks)")
 
 
 def _head(model) -> torch.nn.Module:
@@ -92,6 +99,84 @@ def masked_logits(model, inp: torch.Tensor, attn: torch.Tensor, where: torch.Ten
     MLM head (position-wise, so equal to ``model(...).logits[where]``)."""
     hidden = model.base_model(input_ids=inp, attention_mask=attn).last_hidden_state
     return _head(model)(hidden[where])
+
+
+def _layers(model) -> torch.nn.ModuleList:
+    return model.base_model.encoder.layer
+
+
+def lower_hidden(model, inp: torch.Tensor, attn: torch.Tensor, n_lower: int) -> torch.Tensor:
+    """Hidden states after the embeddings and the bottom ``n_lower`` encoder layers (BertModel's
+    forward split at a layer boundary; ``upper_logits`` runs the rest)."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    base = model.base_model
+    hidden = base.embeddings(input_ids=inp)
+    mask = create_bidirectional_mask(config=base.config, inputs_embeds=hidden, attention_mask=attn)
+    for layer in _layers(model)[:n_lower]:
+        hidden = layer(hidden, mask)
+    return hidden
+
+
+def upper_logits(model, hidden: torch.Tensor, attn: torch.Tensor, where: torch.Tensor, n_lower: int) -> torch.Tensor:
+    """Logits at ``where`` from the hidden states after layer ``n_lower``: the top layers, then the head."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    mask = create_bidirectional_mask(config=model.base_model.config, inputs_embeds=hidden, attention_mask=attn)
+    for layer in _layers(model)[n_lower:]:
+        hidden = layer(hidden, mask)
+    return _head(model)(hidden[where])
+
+
+class FrozenCache:
+    """Training batches whose frozen lower layers ran once per sentence.
+
+    Each sentence is masked once, the first time it is drawn (static masking, as BERT's original
+    pre-training data: Devlin et al., 2019 App. A.2 with one copy), and the output of the frozen
+    bottom layers (dropout off) is kept; later epochs train only the top layers and the head on
+    it. With every layer frozen (head only) only the masked positions' last hidden states are kept.
+    """
+
+    def __init__(self, model, tok, seqs: Sequence[list[int]], special: torch.Tensor, cfg: BootstrapConfig, gen: torch.Generator) -> None:
+        self.model, self.tok, self.seqs, self.special, self.cfg, self.gen = model, tok, seqs, special, cfg, gen
+        self.n_lower = len(_layers(model)) - cfg.train_layers
+        self.head_only = cfg.train_layers == 0
+        self.rows: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # sentence -> (hidden, labels)
+
+    @torch.no_grad()
+    def _fill(self, picked: list[int]) -> None:
+        new = [j for j in picked if j not in self.rows]
+        if not new:
+            return
+        ids, attn = _pad([self.seqs[j] for j in new], self.tok.pad_token_id)
+        inp, labels = _mask_batch(ids, attn, self.special, self.tok, self.cfg.mask_rate, self.gen, len(self.special), bert_style=True)
+        was = self.model.training
+        self.model.eval()
+        dev = next(self.model.parameters()).device
+        hidden = lower_hidden(self.model, inp.to(dev), attn.to(dev), self.n_lower)
+        self.model.train(was)
+        for r, j in enumerate(new):
+            n = int(attn[r].sum())
+            if self.head_only:
+                keep = labels[r, :n] != -100
+                self.rows[j] = (hidden[r, :n][keep.to(dev)].clone(), labels[r, :n][keep].clone())
+            else:
+                self.rows[j] = (hidden[r, :n].clone(), labels[r, :n].clone())
+
+    def logits_labels(self, picked: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(logits at the masked positions, their labels) for the sentences ``picked``."""
+        self._fill(picked)
+        hs, ls = zip(*(self.rows[j] for j in picked), strict=True)
+        if self.head_only:
+            return _head(self.model)(torch.cat(hs)), torch.cat(ls)
+        width, dev = max(h.shape[0] for h in hs), hs[0].device
+        hidden = torch.zeros(len(hs), width, hs[0].shape[1], device=dev)
+        labels = torch.full((len(hs), width), -100, dtype=torch.long)
+        attn = torch.zeros((len(hs), width), dtype=torch.long, device=dev)
+        for r, (h, lab) in enumerate(zip(hs, ls, strict=True)):
+            hidden[r, : h.shape[0]], labels[r, : h.shape[0]], attn[r, : h.shape[0]] = h, lab, 1
+        where = labels != -100
+        return upper_logits(self.model, hidden, attn, where.to(dev), self.n_lower), labels[where]
 
 
 def _choose(ids: torch.Tensor, attn: torch.Tensor, special: torch.Tensor, words: torch.Tensor | None, rate: float, gen: torch.Generator) -> torch.Tensor:
@@ -196,11 +281,15 @@ def read_sentences(corpus_paths: Sequence[str | Path], cfg: BootstrapConfig, sou
 
 
 def _lr_at(cfg: BootstrapConfig) -> Callable[[int], float]:
-    def lr_at(step: int) -> float:  # linear warm-up, then cosine decay to 0
+    def lr_at(step: int) -> float:  # linear warm-up, then cosine or linear decay to 0, or constant
         if step < cfg.warmup_steps:
             return (step + 1) / cfg.warmup_steps
-        frac = (step - cfg.warmup_steps) / max(cfg.steps - cfg.warmup_steps, 1)
-        return 0.5 * (1 + math.cos(math.pi * min(frac, 1.0)))
+        frac = min((step - cfg.warmup_steps) / max(cfg.steps - cfg.warmup_steps, 1), 1.0)
+        if cfg.schedule == "constant":
+            return 1.0
+        if cfg.schedule == "linear":
+            return 1.0 - frac
+        return 0.5 * (1 + math.cos(math.pi * frac))
 
     return lr_at
 
@@ -244,6 +333,7 @@ def fit_mlm(model, tok, ids_all: Sequence[int], texts: Sequence[str], cfg: Boots
     gen = torch.Generator().manual_seed(cfg.seed)
     order = torch.randperm(len(train_seqs), generator=gen).tolist()
     pos = 0
+    cache = FrozenCache(model, tok, train_seqs, special, cfg, gen) if cfg.cache_frozen else None
     losses: list[float] = []
     t0 = time.perf_counter()
     model.train()
@@ -253,15 +343,21 @@ def fit_mlm(model, tok, ids_all: Sequence[int], texts: Sequence[str], cfg: Boots
             pos = 0
         picked = order[pos : pos + cfg.batch_size]
         pos += cfg.batch_size
-        ids, attn = _pad([train_seqs[j] for j in picked], tok.pad_token_id)
-        words = _pad_words([train_words[j] for j in picked], ids.shape[1]) if train_words else None
-        inp, labels = _mask_batch(ids, attn, special, tok, cfg.mask_rate, gen, vocab, bert_style=True, words=words)
-        where = labels != -100
-        if not where.any():
+        if cache is not None:
+            logits, gold = cache.logits_labels(picked)
+        else:
+            ids, attn = _pad([train_seqs[j] for j in picked], tok.pad_token_id)
+            words = _pad_words([train_words[j] for j in picked], ids.shape[1]) if train_words else None
+            inp, labels = _mask_batch(ids, attn, special, tok, cfg.mask_rate, gen, vocab, bert_style=True, words=words)
+            where = labels != -100
+            gold = labels[where]
+            if not gold.numel():
+                continue
+            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
+                logits = masked_logits(model, inp.to(dev), attn.to(dev), where.to(dev))
+        if not gold.numel():
             continue
-        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
-            logits = masked_logits(model, inp.to(dev), attn.to(dev), where.to(dev))
-        loss = torch.nn.functional.cross_entropy(logits.float(), labels[where].to(dev))
+        loss = torch.nn.functional.cross_entropy(logits.float(), gold.to(dev))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
