@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 # Differ between any two runs of the same code: logs, wall-clock benchmarks, the HTML report's timings.
 _VOLATILE = ("logs/", "benchmarks/", "results/report/")
 # Resume state (work-*/: last.pt, best.pt, rng-rank*.pt): scratch the trainer deletes once the model
-# is exported (since 2026-11-23; the base keeps it) and the resume tests check; the model, metrics
+# is exported (a base that keeps it is still comparable) and the resume tests check; the model, metrics
 # and summary it leads to are compared here.
 _RESUME_STATE = re.compile(r"/work-[0-9a-f]+/")
 
