@@ -22,9 +22,9 @@ TINY = ["--configfile", "config.yaml", "experiments/tiny.yaml"]
 TINY_THREADS = ["--max-threads", "1"]
 TINY_SCHEDULING = ["--cores", "2", *TINY_THREADS]
 
-# One tiny experiment run: 64 jobs, about 14 min on 2 idle cores with the rules' own threads
-# (measured, README), estimated at about 8 min with TINY_SCHEDULING. Each run is bounded on its own,
-# at more than twice that with room for a busy machine, so that load slows it without failing it.
+# One tiny experiment run: about 14 min on 2 idle cores with the rules' own threads, 289 s with
+# TINY_SCHEDULING (both measured, docs/benchmarks.md). Each run is bounded on its own at six times
+# that, so that a busy machine slows it without failing it.
 TINY_RUN_LIMIT_S = 1800
 
 _TIMING = re.compile(r"(seconds|_s|per_s|time|elapsed)$")
