@@ -18,7 +18,6 @@ import polars as pl
 
 from hardneg.config import with_defaults
 from hardneg.data.senteval import STS_DATASETS, check_senteval_dir
-from hardneg.encoders import load_encoder
 from hardneg.evaluate.splits import SPLIT_COLUMNS, split_cosines, split_metrics
 from hardneg.evaluate.sts import evaluate_sts_predictions
 from hardneg.shards import read_shard, write_json_atomic, write_shard
@@ -82,6 +81,9 @@ def evaluate_model(
     t0 = time.perf_counter()
     splits = check_inputs(senteval_dir, max_length=max_length, batch_size=batch_size, max_pairs=max_pairs,
                           splits_path=splits_path, cont_oppn_out=cont_oppn_out)
+    # imported here: the splits and plots jobs import this module too and need no torch (~3 CPU-s a job)
+    from hardneg.encoders import load_encoder
+
     encoder = load_encoder(model, pooler=pooler, max_length=max_length, device=device, template=template)
 
     def encode(sentences: list[str]):
