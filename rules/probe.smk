@@ -21,7 +21,7 @@ rule probe_set:
         f"{BENCH}/probe_set/{Path(PROBE_SET_DIR).name}.tsv"
     conda:
         CONDA_ENV
-    threads: 2
+    threads: _EVAL_CFG["threads"]
     resources:
         mem_mb=4000,
         runtime=30,
@@ -70,7 +70,7 @@ rule probe:
         f"{BENCH}/probe/{{experiment}}/{{method}}/seed{{seed}}.tsv"
     conda:
         CONDA_ENV
-    threads: 2
+    threads: _EVAL_CFG["threads"]
     resources:
         mem_mb=4000,
         runtime=30,

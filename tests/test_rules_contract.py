@@ -132,7 +132,7 @@ _SCHEDULING = {
     "negation": ({}, {"negation": {"batch_size": 7, "n_process": 3}}),
     "backtranslation": ({}, {"backtranslation": {"apertium": {"batch_lines": 7, "timeout_s": 9, "retries": 4},
                                                  "transformers": {"batch_size": 3, "device": "cpu"}}}),
-    "evaluate": (_CPU, {"evaluate": {"device": "cpu", "batch_size": 7}}),
+    "evaluate": (_CPU, {"evaluate": {"device": "cpu", "batch_size": 7, "threads": 1}}),
     "probe": (_CPU, _CPU | {"probe": {"batch_size": 5}, "negation": {"batch_size": 9},
                             "backtranslation": {"apertium": {"timeout_s": 11}}}),
     "encoder batch size on CUDA": ({}, {"evaluate": {"batch_size": 7}, "probe": {"batch_size": 5}}),
