@@ -171,7 +171,9 @@ _PROBE_SET_KEYED = {k: v for k, v in _PROBE_CFG.items() if k != "batch_size"} | 
         "none": None,
     }[_PROBE_CFG["paraphrases"]],
     "negation": _NEG_KEYED,
-    "mlm": (_BOOT_KEY if _USE_BOOTSTRAP else _MLM) if _PROBE_CFG["mlm"] == "san" else _PROBE_CFG["mlm"],
+    "mlm": (
+        (_BOOT_KEY if _USE_BOOTSTRAP else _MLM) if _PROBE_CFG["mlm"] == "san" else _PROBE_CFG["mlm"]
+    ),
 }
 PROBE_SET_DIR = f"results/eval/probe-sets/{corpus_tag()}/probe-{short_hash(_PROBE_SET_KEYED)}"
 # Encoder batch size changes no stored byte on the CPU (fp32; cosines stored rounded to 6 decimals,
