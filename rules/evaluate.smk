@@ -52,7 +52,7 @@ rule evaluate:
         f"{BENCH}/evaluate/{{experiment}}/{{method}}/seed{{seed}}.tsv"
     conda:
         CONDA_ENV
-    threads: 2
+    threads: _EVAL_CFG["threads"]
     resources:
         gpu=1 if str(_EVAL_CFG["device"]).startswith("cuda") else 0,
         mem_mb=6000,
@@ -62,7 +62,7 @@ rule evaluate:
         cfg={
             k: v
             for k, v in _EVAL_CFG.items()
-            if k not in ("splits", "probe", "batch_size", "device")
+            if k not in ("splits", "probe", "batch_size", "device", "threads")
         },
         # derived on the CPU (changes no stored byte), watched on CUDA (rules/functions/paths.smk)
         batch_size=keyed_unless(_EVAL_CFG["batch_size"], unkeyed=not _ENCODE_BATCH_KEYED),

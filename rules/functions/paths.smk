@@ -161,6 +161,21 @@ _SPLITS_KEY = f"splits-{short_hash(_SPLITS_CFG)}"
 SPLITS_DIR = f"results/eval/splits/{_SPLITS_KEY}"
 EVAL_DIR = "results/eval/{experiment}/{method}/seed{seed}"
 _PROBE_CFG = config["probe"]
+# The probe set (sentences and their transformations) depends on the probe settings, the corpus,
+# the paraphrase source, the negation settings and the MLM, never on the encoder scored: one
+# artifact per key, scored by every model's probe job. The encoder batch size stays out.
+_PROBE_SET_KEYED = {k: v for k, v in _PROBE_CFG.items() if k != "batch_size"} | {
+    "paraphrases": {
+        "shards": _PARA_KEY,
+        "backtranslate": {"bt": _BT_KEYED, "paraphrase": _PARA_CFG},
+        "none": None,
+    }[_PROBE_CFG["paraphrases"]],
+    "negation": _NEG_KEYED,
+    "mlm": (
+        (_BOOT_KEY if _USE_BOOTSTRAP else _MLM) if _PROBE_CFG["mlm"] == "san" else _PROBE_CFG["mlm"]
+    ),
+}
+PROBE_SET_DIR = f"results/eval/probe-sets/{corpus_tag()}/probe-{short_hash(_PROBE_SET_KEYED)}"
 # Encoder batch size changes no stored byte on the CPU (fp32; cosines stored rounded to 6 decimals,
 # hardneg.evaluate.sts.COSINE_DECIMALS); on CUDA (device null = cuda when present) bf16 autocast
 # rounds by batch shape, so there it stays a watched param.

@@ -11,9 +11,8 @@ def _probe_mlm():
     return _PROBE_CFG["mlm"]
 
 
-def _probe_inputs(wc):
-    ins = dict(_eval_model_input(wc))  # the model `evaluate` scores (rules/evaluate.smk)
-    ins["corpus"] = [corpus_shard(s) for s in _PROBE_SHARDS]
+def _probe_set_inputs(wc):
+    ins = {"corpus": [corpus_shard(s) for s in _PROBE_SHARDS]}
     if _PROBE_CFG["paraphrases"] == "shards":
         ins["paraphrases"] = [paraphrase_shard(s) for s in _PROBE_SHARDS]
     if _PROBE_CFG["mlm"] == "san" and _USE_BOOTSTRAP:

@@ -1,22 +1,15 @@
-"""Snakemake adapter: the transformation probe of one model (hardneg.evaluate.run.probe_model)."""
+"""Snakemake adapter: the transformation probe of one model on the probe set
+(hardneg.evaluate.run.score_probe_set)."""
 
 import torch
 
-from hardneg.evaluate.run import probe_model
+from hardneg.evaluate.run import score_probe_set
 from hardneg.runlog import run_rule
 
 sm = snakemake  # noqa: F821 (snakemake injects this object)
 torch.set_num_threads(max(1, sm.threads))
 p = sm.params
-sched = dict(p.scheduling)  # scheduling settings arrive as a derived param (a change re-runs nothing)
-neg = {**dict(p.negation), **sched.get("negation", {})}
-bt = dict(p.backtranslation)
-if bt.get("backend"):
-    bt[bt["backend"]] = {**bt.get(bt["backend"], {}), **sched.get("backtranslation", {})}
 run_rule(
-    probe_model, sm.log[0], p.model, list(sm.input.corpus), sm.output.summary, p.cfg,
-    pairs_out=sm.output.pairs,
-    paraphrase_shards=list(getattr(sm.input, "paraphrases", [])),  # probe.paraphrases=shards
-    backtranslation=bt, paraphrase=p.paraphrase, negation=neg, mlm=p.mlm,
-    max_length=p.max_length, device=p.device, batch_size=p.batch_size,
+    score_probe_set, sm.log[0], p.model, sm.input.probe_rows, sm.input.probe_meta, sm.output.summary,
+    pairs_out=sm.output.pairs, max_length=p.max_length, device=p.device, batch_size=p.batch_size,
 )  # fmt: skip

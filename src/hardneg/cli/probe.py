@@ -17,10 +17,30 @@ def _probe(args: argparse.Namespace) -> int:
         raise ValueError(f"--pooler: unknown pooler {args.pooler!r} (known: {', '.join(POOLERS)})")
     if args.max_sentences is not None and args.max_sentences < 1:
         raise ValueError(f"--max-sentences: must be >= 1 (got {args.max_sentences})")
+    if (args.sentences is None) == (args.probe_set is None):
+        raise ValueError("give either --sentences (make the probe set here) or --probe-set (a folder "
+                         "that rule probe_set wrote: rows.parquet, meta.json)")
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
+    if args.probe_set is not None:
+        from pathlib import Path
+
+        from hardneg.evaluate.run import score_probe_set
+
+        folder = Path(args.probe_set)
+        for name in ("rows.parquet", "meta.json"):
+            if not (folder / name).is_file():
+                raise FileNotFoundError(f"--probe-set: {folder / name} does not exist")
+        summary = score_probe_set(
+            {"model": args.model, "pooler": args.pooler, "template": args.template}, folder / "rows.parquet",
+            folder / "meta.json", args.out, pairs_out=args.pairs, max_length=args.max_length, device=args.device,
+            batch_size=args.batch_size, show_progress=not args.quiet,
+        )
+        print(format_table(summary))
+        print(f"wrote {args.out}" + (f" and {args.pairs}" if args.pairs else ""))
+        return 0
     bt = default_bt_config()
     if args.bt_pivot:
         bt["pivots"] = [{"name": p, "forward": f"eng-{p}", "backward": f"{p}-eng"} for p in args.bt_pivot]
@@ -43,8 +63,11 @@ def register(subparsers) -> None:
         "probe", help="similarity of paraphrase/negation/insertion/deletion/substitution/random "
                       "transformations to the original (OssCSE §3.1)")
     p.add_argument("model", help="HF hub id, local folder, sentence-transformers folder, or package:NAME")
-    p.add_argument("--sentences", nargs="+", required=True,
+    p.add_argument("--sentences", nargs="+", default=None,
                    help="corpus shard(s) (Parquet with id, text) or a text file (one sentence a line)")
+    p.add_argument("--probe-set", default=None,
+                   help="instead of --sentences: a probe set made once (the workflow's rule probe_set folder: "
+                        "rows.parquet, meta.json), scored with this model; the set's own options are ignored")
     p.add_argument("--out", required=True, help="summary JSON (per transformation; negation-above-paraphrase rate)")
     p.add_argument("--pairs", default=None, help="per-row Parquet (id, transformation, text, mer, cosine, status, reason)")
     p.add_argument("--pooler", default=schema_default("evaluate.baseline_pooler"),

@@ -316,6 +316,103 @@ def summarize(scored: pl.DataFrame) -> dict:
 
 
 # ----------------------------------------------------------------------------- one run
+# A probe set (the transformed rows and their metadata) depends on the sentences, the settings and
+# the MLM, never on the encoder scored: the workflow builds it once (rule probe_set) and scores it
+# per model (rule probe).
+PROBE_SET_COLUMNS = [k for k in PAIR_SCHEMA if k not in ("mer", "cosine")]
+
+
+def make_probe_set(
+    sentences: Sequence[str | Path],
+    *,
+    max_sentences: int | None = None,
+    seed: int = 42,
+    edit_rate: float = 0.1,
+    paraphrase_shards: Sequence[str | Path] | None = None,
+    backtranslation: dict[str, Any] | None | bool = None,
+    paraphrase_cfg: dict[str, Any] | None = None,
+    negation_cfg: dict[str, Any] | None = None,
+    mlm: str | None = None,
+    device: str | None = None,
+) -> tuple[pl.DataFrame, dict]:
+    """The probe set and every transformation of it: (rows in :data:`PROBE_SET_COLUMNS`, metadata
+    ``{"probe_set", "edit_rate", "sources"}`` for the summary). Paraphrases: ``paraphrase_shards``
+    if given, else back-translated here with ``backtranslation`` (a config dict; None = Apertium
+    eng-spa-eng; False = no paraphrases); ``mlm`` fills insertions/substitutions (on ``device``)."""
+    frame, set_stats = select_probe_set(load_sentences(sentences), max_sentences, seed)
+    if paraphrase_shards:
+        paras, para_source = read_paraphrases(paraphrase_shards), "shards: " + ", ".join(map(str, paraphrase_shards))
+    elif backtranslation is False:
+        paras, para_source = None, "none"
+    else:
+        bt = backtranslation if isinstance(backtranslation, dict) else default_bt_config()
+        paras = backtranslate_paraphrases(frame, bt, paraphrase_cfg)
+        para_source = f"back-translated here ({bt.get('backend')}: {', '.join(p['name'] for p in bt['pivots'])})"
+    filler = None
+    if mlm:
+        from hardneg.evaluate.probe_mlm import MLMFiller
+
+        filler = MLMFiller(mlm, device=device)
+    rows, sources = transform(frame, seed=seed, rate=edit_rate, negation_cfg=negation_cfg,
+                              paraphrases=paras, mlm=filler)
+    sources["paraphrase"] = para_source
+    meta = {"probe_set": {**set_stats, "seed": seed, "max_sentences": max_sentences},
+            "edit_rate": edit_rate, "sources": sources}
+    return rows, meta
+
+
+def check_probe_set(rows: pl.DataFrame, where: str) -> pl.DataFrame:
+    """``rows`` if it has every probe-set column (:data:`PROBE_SET_COLUMNS`), else a ValueError
+    naming ``where`` and the missing columns."""
+    missing = [c for c in PROBE_SET_COLUMNS if c not in rows.columns]
+    if missing:
+        raise ValueError(f"{where}: not a probe set (rule probe_set): missing column(s) {', '.join(missing)}")
+    return rows.select(PROBE_SET_COLUMNS)
+
+
+def probe_encoder(
+    model: str | EncodeFn,
+    rows: pl.DataFrame,
+    meta: dict,
+    out_json: str | Path,
+    *,
+    pairs_out: str | Path | None = None,
+    pooler: str = "avg",
+    template: str | None = None,
+    max_length: int = 128,
+    device: str | None = None,
+    batch_size: int = 128,
+    show_progress: bool = False,
+) -> dict:
+    """Score a probe set (:func:`make_probe_set`'s rows and metadata) with ``model`` (a name for
+    :func:`hardneg.encoders.load_encoder`, or an ``encode`` callable) and write the summary JSON
+    (+ per-row Parquet)."""
+    t0 = time.perf_counter()
+    model_info: dict[str, Any]
+    if callable(model):
+        encode, model_info = model, {"model": getattr(model, "__name__", "callable")}
+    else:
+        from hardneg.encoders import load_encoder
+
+        enc = load_encoder(model, pooler=pooler, max_length=max_length, device=device, template=template)
+
+        def encode(s: list[str]) -> np.ndarray:
+            return enc.encode(s, batch_size=batch_size, show_progress=show_progress)
+
+        model_info = {"model": str(model), "pooler": enc.pooler, "template": enc.template,
+                      "max_length": enc.max_length}
+    scored = score(rows, encode)
+    summary = summarize(scored)
+    summary.update({"model": model_info, "probe_set": meta["probe_set"], "edit_rate": meta["edit_rate"],
+                    "sources": meta["sources"]})
+    if pairs_out is not None:
+        write_shard(scored.select(list(PAIR_SCHEMA)), pairs_out)
+    write_json_atomic(summary, out_json)
+    log.info("probe of %s on %d sentences in %.1f s: negation above paraphrase %s", model_info["model"],
+             summary["sentences"], time.perf_counter() - t0, summary["negation_above_paraphrase"])
+    return summary
+
+
 def run_probe(
     model: str | EncodeFn,
     sentences: Sequence[str | Path],
@@ -337,51 +434,15 @@ def run_probe(
     mlm: str | None = None,
     show_progress: bool = False,
 ) -> dict:
-    """Build the probe set, transform, score with ``model`` (a name for
-    :func:`hardneg.encoders.load_encoder`, or an ``encode`` callable) and write the summary JSON
-    (+ per-row Parquet). Paraphrases: ``paraphrase_shards`` if given, else back-translated here
-    with ``backtranslation`` (a config dict; None = Apertium eng-spa-eng; False = no paraphrases)."""
-    t0 = time.perf_counter()
-    frame, set_stats = select_probe_set(load_sentences(sentences), max_sentences, seed)
-    if paraphrase_shards:
-        paras, para_source = read_paraphrases(paraphrase_shards), "shards: " + ", ".join(map(str, paraphrase_shards))
-    elif backtranslation is False:
-        paras, para_source = None, "none"
-    else:
-        bt = backtranslation if isinstance(backtranslation, dict) else default_bt_config()
-        paras = backtranslate_paraphrases(frame, bt, paraphrase_cfg)
-        para_source = f"back-translated here ({bt.get('backend')}: {', '.join(p['name'] for p in bt['pivots'])})"
-    filler = None
-    if mlm:
-        from hardneg.evaluate.probe_mlm import MLMFiller
-
-        filler = MLMFiller(mlm, device=device)
-    rows, sources = transform(frame, seed=seed, rate=edit_rate, negation_cfg=negation_cfg,
-                              paraphrases=paras, mlm=filler)
-    sources["paraphrase"] = para_source
-    model_info: dict[str, Any]
-    if callable(model):
-        encode, model_info = model, {"model": getattr(model, "__name__", "callable")}
-    else:
-        from hardneg.encoders import load_encoder
-
-        enc = load_encoder(model, pooler=pooler, max_length=max_length, device=device, template=template)
-
-        def encode(s: list[str]) -> np.ndarray:
-            return enc.encode(s, batch_size=batch_size, show_progress=show_progress)
-
-        model_info = {"model": str(model), "pooler": enc.pooler, "template": enc.template,
-                      "max_length": enc.max_length}
-    scored = score(rows, encode)
-    summary = summarize(scored)
-    summary.update({"model": model_info, "probe_set": {**set_stats, "seed": seed, "max_sentences": max_sentences},
-                    "edit_rate": edit_rate, "sources": sources})
-    if pairs_out is not None:
-        write_shard(scored.select(list(PAIR_SCHEMA)), pairs_out)
-    write_json_atomic(summary, out_json)
-    log.info("probe of %s on %d sentences in %.1f s: negation above paraphrase %s", model_info["model"],
-             summary["sentences"], time.perf_counter() - t0, summary["negation_above_paraphrase"])
-    return summary
+    """Build the probe set, transform, score with ``model`` and write the summary JSON (+ per-row
+    Parquet): :func:`make_probe_set` then :func:`probe_encoder` in one call."""
+    rows, meta = make_probe_set(
+        sentences, max_sentences=max_sentences, seed=seed, edit_rate=edit_rate,
+        paraphrase_shards=paraphrase_shards, backtranslation=backtranslation, paraphrase_cfg=paraphrase_cfg,
+        negation_cfg=negation_cfg, mlm=mlm, device=device,
+    )
+    return probe_encoder(model, rows, meta, out_json, pairs_out=pairs_out, pooler=pooler, template=template,
+                         max_length=max_length, device=device, batch_size=batch_size, show_progress=show_progress)
 
 
 def format_table(summary: dict) -> str:

@@ -18,7 +18,6 @@ import polars as pl
 
 from hardneg.config import with_defaults
 from hardneg.data.senteval import STS_DATASETS, check_senteval_dir
-from hardneg.encoders import load_encoder
 from hardneg.evaluate.splits import SPLIT_COLUMNS, split_cosines, split_metrics
 from hardneg.evaluate.sts import evaluate_sts_predictions
 from hardneg.shards import read_shard, write_json_atomic, write_shard
@@ -82,6 +81,9 @@ def evaluate_model(
     t0 = time.perf_counter()
     splits = check_inputs(senteval_dir, max_length=max_length, batch_size=batch_size, max_pairs=max_pairs,
                           splits_path=splits_path, cont_oppn_out=cont_oppn_out)
+    # imported here: the splits and plots jobs import this module too and need no torch (~3 CPU-s a job)
+    from hardneg.encoders import load_encoder
+
     encoder = load_encoder(model, pooler=pooler, max_length=max_length, device=device, template=template)
 
     def encode(sentences: list[str]):
@@ -147,6 +149,86 @@ def run_plots(
     plot_hard_pairs({label: read_shard(predictions)}, hard_pairs_png)
 
 
+def _probe_set_args(
+    settings: Mapping | None,
+    paraphrase_shards: Sequence[str | Path],
+    backtranslation: Mapping | None,
+    paraphrase: Mapping | None,
+    negation: Mapping | None,
+    mlm: str | None,
+    device: str | None,
+) -> dict:
+    """:func:`hardneg.evaluate.probe.make_probe_set`'s settings from the ``probe`` config section
+    (schema defaults filled in) and the other stages' sections."""
+    cfg = with_defaults("probe", dict(settings or {}))
+    para = cfg["paraphrases"]
+    neg = {k: v for k, v in (negation or {}).items() if k != "n_process"}
+    return {
+        "max_sentences": cfg["max_sentences"], "seed": cfg["seed"], "edit_rate": cfg["edit_rate"],
+        "paraphrase_shards": list(paraphrase_shards) if para == "shards" else None,
+        "backtranslation": dict(backtranslation or {}) if para == "backtranslate" else False,
+        "paraphrase_cfg": dict(paraphrase or {}), "negation_cfg": neg, "mlm": mlm, "device": device,
+    }
+
+
+def build_probe_set(
+    corpus: Sequence[str | Path],
+    rows_out: str | Path,
+    meta_out: str | Path,
+    settings: Mapping | None = None,
+    *,
+    paraphrase_shards: Sequence[str | Path] = (),
+    backtranslation: Mapping | None = None,
+    paraphrase: Mapping | None = None,
+    negation: Mapping | None = None,
+    mlm: str | None = None,
+    device: str | None = None,
+) -> pl.DataFrame:
+    """The model-independent half of the transformation probe (OssCSE §3.1): the probe set drawn
+    from ``corpus`` and its transformed rows (``rows_out``, Parquet) with their metadata
+    (``meta_out``, JSON), made once and scored per model by :func:`score_probe_set`. Settings as
+    :func:`probe_model`."""
+    from hardneg.evaluate.probe import make_probe_set
+
+    rows, meta = make_probe_set(list(corpus), **_probe_set_args(settings, paraphrase_shards, backtranslation,
+                                                                paraphrase, negation, mlm, device))
+    write_shard(rows, rows_out)
+    write_json_atomic(meta, meta_out)
+    log.info("probe set: %d sentences, %d rows", meta["probe_set"]["sampled"], rows.height)
+    return rows
+
+
+def score_probe_set(
+    model: Mapping,
+    rows: str | Path,
+    meta: str | Path,
+    summary_out: str | Path,
+    *,
+    pairs_out: str | Path | None = None,
+    max_length: int = 128,
+    device: str | None = None,
+    batch_size: int = 128,
+    show_progress: bool = False,
+) -> dict:
+    """The transformation probe of ``model`` (``{"model", "pooler", "template"}``) on a probe set
+    that :func:`build_probe_set` wrote (``rows`` Parquet, ``meta`` JSON)."""
+    import json
+
+    from hardneg.evaluate.probe import check_probe_set, probe_encoder
+
+    frame = check_probe_set(read_shard(rows), str(rows))
+    with open(meta) as fh:
+        info = json.load(fh)
+    missing = [k for k in ("probe_set", "edit_rate", "sources") if k not in info]
+    if missing:
+        raise ValueError(f"{meta}: not a probe set's metadata (rule probe_set): missing {', '.join(missing)}")
+    return probe_encoder(
+        model["model"], frame, info, summary_out, pairs_out=pairs_out, pooler=model["pooler"],
+        template=model.get("template"), max_length=max_length, device=device, batch_size=batch_size,
+        show_progress=show_progress,
+    )
+
+
 def probe_model(
     model: Mapping,
     corpus: Sequence[str | Path],
@@ -165,19 +247,15 @@ def probe_model(
     show_progress: bool = False,
 ) -> dict:
     """The transformation probe (OssCSE §3.1) of ``model`` (``{"model", "pooler", "template"}``)
-    with the ``probe`` config section ``settings`` (schema defaults filled in). Paraphrases per
-    ``settings["paraphrases"]``: ``shards`` = ``paraphrase_shards``; ``backtranslate`` = translate
-    the probe set here with ``backtranslation`` (a config section); ``none`` = no paraphrase rows."""
+    with the ``probe`` config section ``settings`` (schema defaults filled in): the probe set made
+    and scored in one call. Paraphrases per ``settings["paraphrases"]``: ``shards`` =
+    ``paraphrase_shards``; ``backtranslate`` = translate the probe set here with ``backtranslation``
+    (a config section); ``none`` = no paraphrase rows."""
     from hardneg.evaluate.probe import run_probe
 
-    cfg = with_defaults("probe", dict(settings or {}))
-    para = cfg["paraphrases"]
-    neg = {k: v for k, v in (negation or {}).items() if k != "n_process"}
+    args = _probe_set_args(settings, paraphrase_shards, backtranslation, paraphrase, negation, mlm, device)
     return run_probe(
         model["model"], list(corpus), summary_out, pairs_out=pairs_out, pooler=model["pooler"],
-        template=model.get("template"), max_length=max_length, device=device, batch_size=batch_size,
-        max_sentences=cfg["max_sentences"], seed=cfg["seed"], edit_rate=cfg["edit_rate"],
-        paraphrase_shards=list(paraphrase_shards) if para == "shards" else None,
-        backtranslation=dict(backtranslation or {}) if para == "backtranslate" else False,
-        paraphrase_cfg=dict(paraphrase or {}), negation_cfg=neg, mlm=mlm, show_progress=show_progress,
+        template=model.get("template"), max_length=max_length, batch_size=batch_size,
+        show_progress=show_progress, **args,
     )
