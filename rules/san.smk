@@ -101,6 +101,7 @@ rule san:
         seed=config["seed"],
         code=code_version(
             "hardneg.augment.san.mask_predict",
+            "hardneg.augment.san.fill",
             "hardneg.augment.san.rng",
             "hardneg.augment.quality",
             "hardneg.augment.san.lexicon",

@@ -169,6 +169,8 @@ MAPPED = {
     ("san", "max_length"): "san.max_length",
     ("san", "retokenize"): "san.retokenize",
     ("san", "forbid_original"): "san.forbid_original",
+    ("san", "same_kind"): "san.same_kind",
+    ("san", "forbid_adjacent"): "san.forbid_adjacent",
     ("san", "precision"): "san.precision",
     ("san", "threads"): "san.threads",
     ("bootstrap-mlm", "base"): "bootstrap_mlm.base",

@@ -23,7 +23,7 @@ def test_mark_masked_marks_whole_words_from_token_positions(bert_tokenizer):
     assert mark_masked(text, [0], bert_tokenizer) is None  # [CLS] is never a masked word
 
 
-def _shard(tmp_path, tokenizer_dir, top1):
+def _shard(tmp_path, tokenizer_dir, top1, config=None):
     rows = {
         "id": [0, 1, 2], "text": ["The cat sat.", "A dog ran home.", "x"],
         "status": ["ok", "ok", "dropped"], "reason": [None, None, "quality:repeated_word"],
@@ -35,7 +35,8 @@ def _shard(tmp_path, tokenizer_dir, top1):
     path = tmp_path / "shard-000.parquet"
     write_shard(pl.DataFrame(rows), path)
     heldout = {"masked_tokens": 100, "top1": top1, "top5": 60.0, "unigram_top1": 5.0, "unigram_top5": 17.0}
-    path.with_suffix(".json").write_text(json.dumps({"mlm": str(tokenizer_dir), "mlm_heldout": heldout}))
+    side = {"mlm": str(tokenizer_dir), "mlm_heldout": heldout} | ({"config": config} if config else {})
+    path.with_suffix(".json").write_text(json.dumps(side))
     return path
 
 
@@ -57,3 +58,12 @@ def test_san_examples_say_why_masked_words_are_not_marked(tmp_path):
     ex, notes = san_examples([_shard(tmp_path, tmp_path / "no-such-model", 40.0)], examples=1)
     assert ex["input (masked words «marked»)"][0] == "the cat sat. (masked token positions [2])"
     assert any(n.startswith("Masked words are not marked: tokenizer of") for n in notes)
+
+
+def test_san_examples_name_the_decoding_rules_that_were_on(tmp_path, tiny_mlm_dir):
+    from hardneg.augment.san.mask_predict import SanConfig
+
+    _, plain = san_examples([_shard(tmp_path, tiny_mlm_dir, 40.0, SanConfig().as_dict())], examples=1)
+    assert not any("Decoding rules" in n for n in plain)
+    _, ruled = san_examples([_shard(tmp_path, tiny_mlm_dir, 40.0, SanConfig(same_kind=True, forbid_adjacent=True).as_dict())], examples=1)
+    assert any(n.startswith("Decoding rules on (san.same_kind, san.forbid_adjacent)") for n in ruled)

@@ -63,23 +63,29 @@ def _frame(mlm, mask_prob, frame, **kw):
     return augment_frame(frame, MaskPredictor(model, tok, mask_prob, SanConfig(**kw)))
 
 
-def test_shards_identical_for_any_batch_size_and_chunking(tmp_path, corpus, lexicon_path, tiny_mlm_dir):
+# the optional decoding rules (hardneg.augment.san.fill) keep the determinism promise too
+RULES = [{}, {"same_kind": True, "forbid_adjacent": True}]
+
+
+@pytest.mark.parametrize("rules", RULES, ids=["default", "same_kind+forbid_adjacent"])
+def test_shards_identical_for_any_batch_size_and_chunking(tmp_path, corpus, lexicon_path, tiny_mlm_dir, rules):
     path, _ = corpus
     digests = set()
     for bs, chunk in ((1, 5), (7, 8192), (64, 13)):
         out = tmp_path / f"bs{bs}.parquet"
-        augment_shard(path, out, str(tiny_mlm_dir), lexicon_path, SanConfig(batch_size=bs, seed=11), device="cpu", chunk_rows=chunk, progress=False)
+        augment_shard(path, out, str(tiny_mlm_dir), lexicon_path, SanConfig(batch_size=bs, seed=11, **rules), device="cpu", chunk_rows=chunk, progress=False)
         digests.add(hashlib.sha256(out.read_bytes()).hexdigest())
     assert len(digests) == 1
 
 
-def test_same_rows_whatever_the_shard_split(mlm, mask_prob, corpus):
+@pytest.mark.parametrize("rules", RULES, ids=["default", "same_kind+forbid_adjacent"])
+def test_same_rows_whatever_the_shard_split(mlm, mask_prob, corpus, rules):
     frame = corpus[1][:36]
-    whole = _frame(mlm, mask_prob, frame, seed=3, decoding="sample", top_k=20)
-    parts = pl.concat([_frame(mlm, mask_prob, frame[:17], seed=3, decoding="sample", top_k=20),
-                       _frame(mlm, mask_prob, frame[17:], seed=3, decoding="sample", top_k=20)])
+    kw = {"seed": 3, "decoding": "sample", "top_k": 20, **rules}
+    whole = _frame(mlm, mask_prob, frame, **kw)
+    parts = pl.concat([_frame(mlm, mask_prob, frame[:17], **kw), _frame(mlm, mask_prob, frame[17:], **kw)])
     assert whole.equals(parts)
-    other_seed = _frame(mlm, mask_prob, frame, seed=4, decoding="sample", top_k=20)
+    other_seed = _frame(mlm, mask_prob, frame, **(kw | {"seed": 4}))
     assert not other_seed.equals(whole)
 
 

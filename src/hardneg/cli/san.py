@@ -22,6 +22,7 @@ def _san(args: argparse.Namespace) -> int:
         "iterations": args.iterations, "decoding": args.decoding, "temperature": args.temperature,
         "top_k": args.top_k, "replace": args.replace, "max_length": args.max_length, "precision": args.precision,
         "retokenize": args.retokenize, "forbid_original": args.forbid_original,
+        "same_kind": args.same_kind, "forbid_adjacent": args.forbid_adjacent,
     }  # fmt: skip
     lexicon = args.lexicon
     if lexicon is None:
@@ -107,6 +108,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--forbid-original", action="store_true", default=schema_default("san.forbid_original"),
                    help="a masked token may not be predicted as itself (default: plain argmax, as SAN; "
                         "san.forbid_original)")
+    p.add_argument("--same-kind", action="store_true", default=schema_default("san.same_kind"),
+                   help="a masked entry is predicted among entries of its own kind: a word stays a word "
+                        "(default: any entry, as SAN; san.same_kind)")
+    p.add_argument("--forbid-adjacent", action="store_true", default=schema_default("san.forbid_adjacent"),
+                   help="a masked entry may not be predicted as its neighbour (default: allowed, as SAN; "
+                        "san.forbid_adjacent)")
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"],
                    **_d("san.precision", "auto: bf16 autocast on CUDA, fp32 on CPU"))
     p.add_argument("--device")

@@ -1,6 +1,7 @@
 """The report's SAN examples as a reader checks them: the input as the MLM saw it with the masked
 words marked, the negative with the substituted words marked, the kept/dropped counts, and a
-warning when the MLM's held-out accuracy is too low for the examples to be representative.
+warning when the MLM's held-out accuracy is too low for the examples to be representative, and
+which optional decoding rules (``hardneg.augment.san.fill``) filled the masked positions.
 
 Masked positions are token positions (``masked1..maskedK``, ``[CLS]`` = 0) of ``iter0``; they are
 mapped to words by re-tokenizing ``iter0`` with the MLM's tokenizer (the shard's ``.json`` names
@@ -18,6 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from hardneg.augment.inspect import mark_changes
+from hardneg.augment.san.key import OPTIONAL_RULES
 from hardneg.shards import read_shard
 
 # Below this held-out masked-token top-1 (%) most substitutions are frequency guesses, not the
@@ -83,6 +85,7 @@ def san_examples(shards: Iterable[str | Path], examples: int = 5) -> tuple[pl.Da
     reasons: dict[str, int] = {}
     heldout = mlm = None
     tokenizer = note = None
+    rules: list[str] = []
     for path in map(Path, shards):
         frame = read_shard(path)
         if frame.height == 0 or "augmenter" not in frame.columns or frame["augmenter"][0] != "san":
@@ -91,6 +94,8 @@ def san_examples(shards: Iterable[str | Path], examples: int = 5) -> tuple[pl.Da
         if mlm is None:
             mlm, heldout = side.get("mlm"), side.get("mlm_heldout")
             tokenizer, note = _tokenizer(mlm)
+            config = side.get("config") or {}
+            rules = [k for k, off in OPTIONAL_RULES.items() if config.get(k, off) != off]
         total += frame.height
         ok = frame.filter(pl.col("status") != "dropped")
         kept += ok.height
@@ -119,6 +124,9 @@ def san_examples(shards: Iterable[str | Path], examples: int = 5) -> tuple[pl.Da
         if heldout["top1"] < MIN_HELDOUT_TOP1:
             notes.append(f"The MLM's held-out top-1 is below {MIN_HELDOUT_TOP1:.0f}%: most substitutions are "
                          "frequency guesses, so these examples do not show what SAN does with a pretrained MLM.")
+    if rules:
+        notes.append(f"Decoding rules on ({', '.join(f'san.{r}' for r in rules)}): masked positions are filled "
+                     "under constraints that SAN's plain argmax does not have (docs/deviations.md).")
     if note and rows:
         notes.append(f"Masked words are not marked: {note}.")
     return pl.DataFrame(rows, schema=schema), notes

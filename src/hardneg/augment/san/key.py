@@ -18,6 +18,9 @@ from __future__ import annotations
 
 NEVER_KEYED = ("threads", "gpus", "finish_workers")  # scheduling only: never change a byte
 BATCH_SHAPE = {"batch_size": 64, "chunk_rows": 8192}  # defaults (SanConfig, augment_shard)
+# Decoding rules that are off by default (hardneg.augment.san.fill): keyed and recorded in the
+# shard's stats only when set, so a configuration that leaves them off keeps its shard path and bytes.
+OPTIONAL_RULES = {"same_kind": False, "forbid_adjacent": False}
 
 
 def batch_size_keyed(san_cfg: dict) -> bool:
@@ -27,7 +30,8 @@ def batch_size_keyed(san_cfg: dict) -> bool:
 
 def keyed_settings(san_cfg: dict) -> dict:
     """The ``san`` config entries that change the output (and so key the shard path)."""
-    out = {k: v for k, v in san_cfg.items() if k not in NEVER_KEYED and k not in BATCH_SHAPE}
+    out = {k: v for k, v in san_cfg.items() if k not in NEVER_KEYED and k not in BATCH_SHAPE
+           and not (k in OPTIONAL_RULES and v == OPTIONAL_RULES[k])}
     if batch_size_keyed(san_cfg):
         out |= {k: san_cfg.get(k, default) for k, default in BATCH_SHAPE.items()}
     return out

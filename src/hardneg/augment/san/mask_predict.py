@@ -37,8 +37,9 @@ from hardneg.augment.quality import (
     input_reason,
     mostly_unknown,
 )
+from hardneg.augment.san import fill, tokens
 from hardneg.augment.san import rng as san_random
-from hardneg.augment.san import tokens
+from hardneg.augment.san.key import OPTIONAL_RULES
 from hardneg.augment.san.lexicon import load_lexicon, special_ids
 from hardneg.augment.san.rows import AUGMENTER, Predicted, finish_columns, rows_frame  # noqa: F401 (AUGMENTER: re-exported)
 from hardneg.augment.san.tokens import Ragged
@@ -70,6 +71,10 @@ class SanConfig:
     # SAN §3.1 and the reference take the plain argmax, which may return the masked token itself;
     # True forbids that (hardneg's earlier default; measured effect: docs/san.md)
     forbid_original: bool = False
+    # SAN and its reference fill a masked position with any entry; for a weak MLM these keep a
+    # masked word a word (same_kind) and stop it repeating a neighbour (forbid_adjacent): fill.py
+    same_kind: bool = False
+    forbid_adjacent: bool = False
     retokenize: bool = False  # True: decode + re-tokenize between iterations (reference code)
     max_length: int = 128  # word pieces incl. [CLS]/[SEP]; longer inputs truncated (recorded)
     max_chars: int | None = None  # reference code cut text to 300 characters
@@ -101,6 +106,9 @@ class SanConfig:
             raise ValueError(f"san.batch_size must be >= 1, got {self.batch_size}")
         if self.max_length < 3:
             raise ValueError(f"san.max_length must be >= 3, got {self.max_length}")
+        rules = [n for n in ("same_kind", "forbid_adjacent") if getattr(self, n)]
+        if rules and self.replace == "all":
+            raise ValueError(f"san.{rules[0]} constrains the masked positions: it cannot be combined with san.replace: all")
 
     @classmethod
     def from_dict(cls, d: dict) -> SanConfig:
@@ -109,7 +117,12 @@ class SanConfig:
         return cls(quality=QualityConfig(**q), **d)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The settings, those of ``OPTIONAL_RULES`` only where they differ from their default."""
+        out = asdict(self)
+        for name, default in OPTIONAL_RULES.items():
+            if out[name] == default:
+                del out[name]
+        return out
 
 
 # ---------------------------------------------------------------- model
@@ -171,6 +184,11 @@ class MaskPredictor:
         self.forbidden = forbidden.to(self.device)
         self.special = torch.zeros(vocab_size, dtype=torch.bool)
         self.special[specials] = True
+        self.kind_ban = None  # same_kind: [kind of the masked entry, vocabulary] -> banned
+        if cfg.same_kind:
+            kinds = torch.from_numpy(fill.vocab_kinds(tokenizer, vocab_size))
+            self.kinds = kinds.to(self.device)
+            self.kind_ban = (kinds[None, :] != torch.arange(len(fill.KINDS))[:, None]).to(self.device)
         self.encoder, self.head = _split_model(self.model)
         self.sdpa_backends = SDPA_BACKENDS
 
@@ -218,11 +236,32 @@ class MaskPredictor:
             else:
                 masked_rows = torch.nonzero(mask.reshape(-1)).squeeze(1).to(self.device, non_blocking=True)
             logits[masked_rows, flat_orig[masked_rows]] = float("-inf")
-        if cfg.decoding == "argmax":
-            choice = logits.argmax(dim=-1)
-        else:
-            choice = self._sample(logits, sent_ids, iteration, mask, length)
-        return mask, choice
+        if self.kind_ban is not None:
+            logits.masked_fill_(self.kind_ban[self.kinds[flat_orig]], float("-inf"))
+        draws = None if cfg.decoding == "argmax" else self._uniforms(sent_ids, iteration, mask, length)
+        if cfg.forbid_adjacent:
+            return mask, self._choose_apart(logits, ids, mask, draws)
+        return mask, self._choose(logits, draws)
+
+    def _choose(self, logits: torch.Tensor, draws: torch.Tensor | None) -> torch.Tensor:
+        return logits.argmax(dim=-1) if draws is None else self._sample(logits, draws)
+
+    def _choose_apart(self, logits: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor, draws: torch.Tensor | None) -> torch.Tensor:
+        """``forbid_adjacent``: each masked position's choice differs from both neighbours; a run
+        of adjacent masked positions is decided left to right (``fill.adjacent``). Indices are
+        computed on the CPU: no host sync."""
+        left, right, run = fill.adjacent(ids.numpy(), mask.numpy())
+        dev = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(self.device, non_blocking=True)
+        for side in (left, right):  # the unmasked neighbours (-1: masked, decided in the run below)
+            at = np.flatnonzero(side >= 0)
+            logits[dev(at), dev(side[at])] = float("-inf")
+        choice = torch.empty(logits.shape[0], dtype=torch.long, device=self.device)
+        for k in range(int(run.max()) + 1 if len(run) else 0):
+            at = dev(np.flatnonzero(run == k))
+            if k:
+                logits[at, choice[at - 1]] = float("-inf")
+            choice[at] = self._choose(logits[at], None if draws is None else draws[at])
+        return choice
 
     def _apply(self, ids: torch.Tensor, mask: torch.Tensor, choice: torch.Tensor | None) -> torch.Tensor:
         """The batch's new ids from the chosen ids (CPU tensors)."""
@@ -244,13 +283,17 @@ class MaskPredictor:
 
         return sdpa_kernel([getattr(SDPBackend, name) for name in self.sdpa_backends])
 
-    def _sample(self, logits, sent_ids, iteration, mask, length) -> torch.Tensor:
-        """Inverse-CDF sampling with a counter-based uniform per (sentence, iteration, position)."""
+    def _uniforms(self, sent_ids, iteration, mask, length) -> torch.Tensor:
+        """A counter-based uniform per (sentence, iteration, position) predicted, in logits order."""
         cfg = self.cfg
         u_all = torch.from_numpy(
             san_random.uniform(cfg.seed, sent_ids, iteration, length, san_random.STREAM_SAMPLE)
         )
-        u = (u_all[mask] if cfg.replace == "masked" else u_all.reshape(-1)).to(self.device)
+        return (u_all[mask] if cfg.replace == "masked" else u_all.reshape(-1)).to(self.device)
+
+    def _sample(self, logits: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        """Inverse-CDF sampling, one uniform ``u`` per row of ``logits``."""
+        cfg = self.cfg
         scaled = logits / cfg.temperature
         k = min(cfg.top_k or scaled.shape[-1], scaled.shape[-1])
         top, idx = torch.topk(scaled, k, dim=-1, sorted=True)
