@@ -94,6 +94,20 @@ def test_each_methods_own_settings_and_defaults_are_the_schemas():
     assert not fields & set(registry.methods()), fields & set(registry.methods())
 
 
+def test_schema_teacher_method_enum_is_the_builtin_presets(monkeypatch):
+    """teachers[].method names a preset trained in the same workflow: any built-in preset, and a
+    preset of train.method_modules once the config names its module."""
+    overrides = yaml.safe_load(Path(SCHEMA_PATH).read_text())["properties"]["train"]["properties"]["overrides"]
+    enum = overrides["properties"]["teachers"]["items"]["properties"]["method"]["enum"]
+    assert sorted(enum) == sorted(BUILTIN)
+    monkeypatch.chdir(REPO)
+    teach = {"train": {"presets": {"rankcse": {"teachers": [{"method": "simcse_uniformity"}]}}}}
+    cfg = load_config([REPO / "config.yaml", REPO / "experiments/tiny.yaml", OWN_OVERLAY], overrides=teach)
+    assert cfg["train"]["presets"]["rankcse"]["teachers"] == [{"method": "simcse_uniformity"}]
+    with pytest.raises(ConfigError, match=r"teachers\.0\.method'.*'simcse_uniformity' is not one of"):
+        load_config([REPO / "config.yaml"], overrides=teach)
+
+
 def test_method_settings_in_a_layer_are_not_filled_and_keep_the_presets_values():
     """train.overrides is a layer over the presets: the schema's defaults of a method's own
     settings describe them but are not filled in, so an override of one knob keeps the others."""

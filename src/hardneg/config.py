@@ -172,7 +172,8 @@ def _accept_method_modules(config: Any, schema: dict) -> list[str]:
     except ValueError as exc:
         return [str(exc)]
     node = schema["properties"]["train"]["properties"]
-    for enum in (node["methods"]["items"]["enum"], node["presets"]["propertyNames"]["enum"]):
+    teacher = node["overrides"]["properties"]["teachers"]["items"]["properties"]["method"]["enum"]
+    for enum in (node["methods"]["items"]["enum"], node["presets"]["propertyNames"]["enum"], teacher):
         enum.extend(n for n in names if n not in enum)
     return []
 
