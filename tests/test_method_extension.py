@@ -41,7 +41,7 @@ def test_own_method_trains_evaluates_and_is_reported(tiny_local, tmp_path):
     run_dir = wd / "results/train/tiny/simcse_uniformity/seed42"
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["method"] == "simcse_uniformity" and summary["steps"] == 2
-    assert summary["settings"]["method_settings"] == {"uniformity": {"weight": 0.1}}
+    assert summary["settings"]["method_settings"] == {"uniformity": {"weight": 0.1, "t": 2.0}}
     assert summary["settings"]["method_modules"] == ["tests/methods/uniformity.py"]
     train_rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert all("uniformity" in r and "infonce" in r for r in train_rows if r["kind"] == "train")

@@ -69,10 +69,81 @@ def test_every_preset_has_a_paper_source_and_every_method_a_docs_row():
         assert f"| `{name}` |" in docs, name
 
 
-def test_every_own_setting_names_a_train_setting():
+def test_each_methods_own_settings_and_defaults_are_the_schemas():
+    """A method's module declares its own settings (method_settings.<name>); the schema describes
+    each built-in method's with the same names and defaults, and no other."""
+    node = yaml.safe_load(Path(SCHEMA_PATH).read_text())["properties"]["train"]["properties"]["overrides"]
+    described = node["properties"]["method_settings"]["properties"]
+    declared = {name: m.own_defaults for name, m in registry.methods().items()
+                if m.own_defaults and registry.module_of(name) is None}
+    assert sorted(described) == sorted(declared)
+    kinds = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    for name, defaults in declared.items():
+        props = described[name]["properties"]
+        assert {k: v.get("default") for k, v in props.items()} == defaults, name
+        assert all("default" in v for v in props.values()), name
+        assert described[name].get("additionalProperties") is False, name
+        for key, default in defaults.items():  # the validator refuses 8.0 wherever the method would
+            kind = type(default) if default is not None else registry.methods()[name].nullable[key]
+            schema = props[key]
+            types = schema.get("type") or ["string"]  # an enum of strings
+            assert kinds[kind] in ([types] if isinstance(types, str) else types), (name, key, types)
+            assert type(schema["default"]) is type(default), (name, key)
+    # a top-level train setting is never also a method's own: one home per setting
     fields = set(TrainSettings.__dataclass_fields__)
-    for m in registry.methods().values():
-        assert set(m.settings.values()) <= fields, m.name
+    assert not fields & set(registry.methods()), fields & set(registry.methods())
+
+
+def test_schema_teacher_method_enum_is_the_builtin_presets(monkeypatch):
+    """teachers[].method names a preset trained in the same workflow: any built-in preset, and a
+    preset of train.method_modules once the config names its module."""
+    overrides = yaml.safe_load(Path(SCHEMA_PATH).read_text())["properties"]["train"]["properties"]["overrides"]
+    enum = overrides["properties"]["teachers"]["items"]["properties"]["method"]["enum"]
+    assert sorted(enum) == sorted(BUILTIN)
+    monkeypatch.chdir(REPO)
+    teach = {"train": {"presets": {"rankcse": {"teachers": [{"method": "simcse_uniformity"}]}}}}
+    cfg = load_config([REPO / "config.yaml", REPO / "experiments/tiny.yaml", OWN_OVERLAY], overrides=teach)
+    assert cfg["train"]["presets"]["rankcse"]["teachers"] == [{"method": "simcse_uniformity"}]
+    with pytest.raises(ConfigError, match=r"teachers\.0\.method'.*'simcse_uniformity' is not one of"):
+        load_config([REPO / "config.yaml"], overrides=teach)
+
+
+def test_method_settings_in_a_layer_are_not_filled_and_keep_the_presets_values():
+    """train.overrides is a layer over the presets: the schema's defaults of a method's own
+    settings describe them but are not filled in, so an override of one knob keeps the others."""
+    cfg = load_config([REPO / "config.yaml"], overrides={"train": {"overrides": {
+        "method_settings": {"bml": {"alpha": 0.2}, "hicl": {"segment_length": 8}}}}})
+    assert cfg["train"]["overrides"]["method_settings"] == {"bml": {"alpha": 0.2}, "hicl": {"segment_length": 8}}
+    s = settings_from_config(cfg["train"], "sncse", 42)
+    assert (s.own("bml").weight, s.own("bml").alpha, s.own("bml").beta) == (1e-3, 0.2, 0.3)
+    assert not s.uses("hicl")  # a knob set for every preset switches no method on
+    assert s.method_settings["hicl"] == {"enabled": False, "alpha": 0.15, "segment_length": 8, "max_tokens": 512}
+
+
+def test_dotted_set_reaches_a_builtin_methods_own_setting():
+    from hardneg.cli.train import _parse_set
+
+    extra = _parse_set(["method_settings.hicl.alpha=0.2"])
+    s = settings_from_config({"init_model": "m"}, "hicl_simcse", 1, extra=extra)
+    assert s.uses("hicl") and (s.own("hicl").alpha, s.own("hicl").segment_length) == (0.2, 32)
+    assert build_settings("hicl_simcse", "m", 1).own("hicl").alpha == 0.15
+
+
+@pytest.mark.parametrize(("key", "where"), [
+    ("hicl_alpha", "method_settings.hicl.alpha"), ("bml_weight", "method_settings.bml.weight"),
+    ("listmle_tau", "method_settings.listmle_san.tau"), ("distill_tau", "method_settings.ranking.distill_tau"),
+    ("hncse", "method_settings.hncse.mode"), ("syncse", "method_settings.syncse.enabled"),
+    ("hard_negative_weight", "method_settings.hard_negative.weight"), ("recall_gamma", "method_settings.recall.gamma"),
+])
+def test_a_methods_setting_given_top_level_is_refused_naming_where_it_lives(key, where):
+    from hardneg.cli.train import _parse_set
+
+    line = f"unknown setting '{key}' (did you mean {where}?)"
+    with pytest.raises(ValueError, match=f"^{line.replace('(', '[(]').replace(')', '[)]').replace('?', '[?]')}$"):
+        settings_from_config({"init_model": "m"}, "simcse", 1, extra=_parse_set([f"{key}=1"]))
+    with pytest.raises(ConfigError) as err:
+        load_config([REPO / "config.yaml"], overrides={"train": {"presets": {"sncse": {key: 1}}}})
+    assert str(err.value).splitlines()[1:] == [f"  - 'train.presets.sncse': {line}"]
 
 
 def test_own_method_module_validates_trains_its_term_and_reaches_a_fresh_process(monkeypatch):
@@ -80,7 +151,8 @@ def test_own_method_module_validates_trains_its_term_and_reaches_a_fresh_process
     cfg = load_config([REPO / "config.yaml", REPO / "experiments/tiny.yaml", OWN_OVERLAY])
     assert "simcse_uniformity" in registry.preset_names()
     s = settings_from_config(cfg["train"], "simcse_uniformity", 42)
-    assert s.method_modules == [OWN] and s.method_settings == {"uniformity": {"weight": 0.1}}
+    # the entry is completed with the method's defaults, as a built-in method's is
+    assert s.method_modules == [OWN] and s.method_settings == {"uniformity": {"weight": 0.1, "t": 2.0}}
     assert [m.name for m in active(s)] == ["infonce", "uniformity"]
     assert registry.methods()["uniformity"].options(s).t == 2.0  # the module's default
     # the built-in presets' settings do not mention the external module

@@ -194,8 +194,8 @@ def test_mined_views_settings():
         build_settings("simcse", "x", 0, method_overrides={"negative_views": {"san": "mined"}})
     with pytest.raises(ValueError, match="'negative_views'.*'nope' is not an augmentation column"):
         build_settings("sncse", "x", 0, method_overrides={"negative_views": {"negation": "nope"}})
-    with pytest.raises(ValueError, match="'hard_negative_weight'.*needs negatives: mined"):
-        build_settings("simcse", "x", 0, method_overrides={"hard_negative_weight": 1.0})
+    with pytest.raises(ValueError, match="'method_settings.hard_negative'.*needs negatives: mined"):
+        build_settings("simcse", "x", 0, method_overrides={"method_settings": {"hard_negative": {"weight": 1.0}}})
 
 
 # ----- end to end through the CLI ------------------------------------------------------------------

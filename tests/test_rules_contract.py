@@ -189,6 +189,23 @@ def test_a_probe_setting_keys_the_probe_set_and_nothing_else(scheduling_keys):
     assert all(base[job] == changed[job] for job in set(base) & set(changed))
 
 
+def test_lint_covers_the_test_overlays(tmp_path):
+    """tools/lint_workflow.py lints every overlay under tests/ as well as the experiments' (each on
+    top of what its header names: tests/methods/own_method.yaml extends experiments/tiny.yaml, whose
+    short runs it adds a method to, and is linted so)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lint_workflow", ROOT / "tools/lint_workflow.py")
+    lint = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lint)
+    combos = lint.combinations(tmp_path)
+    overlays = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("*.yaml"))
+    assert overlays and "tests/methods/own_method.yaml" in overlays
+    for rel in overlays:
+        assert any(c[-1] == rel for c in combos), rel
+    assert ["config.yaml", "experiments/tiny.yaml", "tests/methods/own_method.yaml"] in combos
+
+
 @pytest.mark.integration
 def test_every_overlay_lints():
     """`snakemake --lint` is clean for config.yaml and every overlay as they are combined
@@ -196,4 +213,4 @@ def test_every_overlay_lints():
     run = subprocess.run([sys.executable, str(ROOT / "tools/lint_workflow.py")], cwd=ROOT,
                          capture_output=True, text=True, timeout=1200, check=False)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert run.stdout.count("ok   snakemake --lint") >= 13, run.stdout
+    assert run.stdout.count("ok   snakemake --lint") >= 14, run.stdout

@@ -23,6 +23,7 @@ from hardneg.train.cached_gradient import CachedStep, chunk_tokens
 from hardneg.train.methods import preset
 from hardneg.train.methods.objective import Objective
 from hardneg.train.model import ContrastiveEncoder
+from hardneg.train.presets import merge_settings
 from hardneg.train.settings import TrainSettings
 from hardneg.train.step_model import StepModel
 from hardneg.train.teachers import Teachers, TeacherSpec
@@ -53,11 +54,12 @@ def _settings(method: str, dropout: float, **kw) -> TrainSettings:
     if preset(method).settings.get("negatives") == "san":
         over["san_dropout"] = 0.2 if dropout else 0.0
     if method == "sncse":
-        over["bml_weight"] = 1.0  # the preset's 1e-3 would leave the BML gradient below the bound
+        # the preset's 1e-3 would leave the BML gradient below the bound
+        over["method_settings"] = {"bml": {"weight": 1.0}}
     if method == "syncse":
-        over["syncse_negatives"] = 2
-        over["syncse_projection_dropout"] = dropout
-    return TrainSettings.from_dict({**preset(method).settings, "method": method, "init_model": "tiny", **over, **kw})
+        over["method_settings"] = {"syncse": {"negatives": 2, "projection_dropout": dropout}}
+    d = merge_settings(preset(method).settings, {"method": method, "init_model": "tiny", **over, **kw})
+    return TrainSettings.from_dict(d)
 
 
 def _tiny_encoder(tokenizer, s: TrainSettings, seed: int = 0, mlp: bool | None = None) -> ContrastiveEncoder:
@@ -86,7 +88,7 @@ def _teacher_sims(tokenizer, s: TrainSettings) -> dict[str, torch.Tensor] | None
 
 
 def _extra(s: TrainSettings) -> dict[str, list[str]]:
-    cols = s.needed_columns() + (["syncse"] if s.syncse else [])
+    cols = s.needed_columns() + (["syncse"] if s.uses("syncse") else [])
     return {c: EXTRA[c] for c in cols}
 
 
@@ -133,7 +135,7 @@ def bound(enc: ContrastiveEncoder, s: TrainSettings, grads: list[torch.Tensor], 
     relative error <= T*eps (Higham's gamma_T), along a chain of at most DEPTH = 40 operations
     (2 layers x 7 matmul/softmax/LayerNorm, embeddings, pooler, MLP/projection, loss, forward
     and backward). So rel = T*DEPTH*eps, times the gradient's 2-norm (the errors are normwise)."""
-    views = 2 + len(_extra(s)) + (1 if s.syncse else 0)  # SynCSE: k = 2 rows per sentence
+    views = 2 + len(_extra(s)) + (1 if s.uses("syncse") else 0)  # SynCSE: k = 2 rows per sentence
     rel = views * N * MAX_LEN * 40 * eps
     return rel * float(torch.sqrt(sum((g**2).sum() for g in grads)))
 

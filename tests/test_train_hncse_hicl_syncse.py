@@ -165,7 +165,7 @@ def test_segment_longer_than_the_model_is_a_setting_error(tiny_mlm_dir):
     from hardneg.train.model import ContrastiveEncoder
 
     enc = ContrastiveEncoder.from_pretrained(str(tiny_mlm_dir), "avg", 32, mlp=False)  # 128 positions
-    with pytest.raises(ValueError, match="'hicl_segment_length' \\(200\\)"):
+    with pytest.raises(ValueError, match="'method_settings.hicl.segment_length' \\(200\\)"):
         long = [" ".join(["word"] * 300)]
         hicl_views(enc, [("anchor", long, None), ("positive", long, None)], 200, 512)
 
@@ -267,7 +267,7 @@ def test_index_pool_smaller_than_k_lowers_k_and_counts():
     got = idx.negatives(FakeEncoder(POOL), np.array([0, 1]), step=0)
     assert idx.k == 2 and sorted(got[:2]) == ["b", "c"]
     assert idx.counts.as_dict()["syncse_pool_too_small"] == 2
-    with pytest.raises(ValueError, match="syncse_pool_size"):
+    with pytest.raises(ValueError, match="method_settings.syncse.pool_size"):
         NegativeIndex(["a", "a"], k=1, delta=0.0, refresh_every=1, seed=1)
 
 
@@ -275,14 +275,16 @@ def test_index_pool_smaller_than_k_lowers_k_and_counts():
 def test_settings_errors_name_the_setting():
     from hardneg.train.presets import build_settings
 
-    with pytest.raises(ValueError, match="'hncse'"):
-        build_settings("simcse", "x", 1, overrides={"hncse": "mix"})
-    with pytest.raises(ValueError, match="'hicl'.*cannot be combined"):
-        build_settings("hncse_pm", "x", 1, overrides={"hicl": True})
-    with pytest.raises(ValueError, match="'hncse_mix_alpha'"):
-        build_settings("hncse_hnm", "x", 1, overrides={"hncse_mix_alpha": 2})
-    with pytest.raises(ValueError, match="'syncse_pool_size'"):
-        build_settings("syncse", "x", 1, overrides={"syncse_pool_size": 1})
+    with pytest.raises(ValueError, match="'method_settings.hncse.mode'"):
+        build_settings("simcse", "x", 1, overrides={"method_settings": {"hncse": {"mode": "mix"}}})
+    with pytest.raises(ValueError, match="'method_settings.hicl.enabled'.*cannot be combined"):
+        build_settings("hncse_pm", "x", 1, overrides={"method_settings": {"hicl": {"enabled": True}}})
+    with pytest.raises(ValueError, match="'method_settings.hncse.mix_alpha'"):
+        build_settings("hncse_hnm", "x", 1, overrides={"method_settings": {"hncse": {"mix_alpha": 2}}})
+    with pytest.raises(ValueError, match="'method_settings.syncse.pool_size'"):
+        build_settings("syncse", "x", 1, overrides={"method_settings": {"syncse": {"pool_size": 1}}})
+    with pytest.raises(ValueError, match=r"'method_settings.hicl.enabled': must be true or false"):
+        build_settings("simcse", "x", 1, overrides={"method_settings": {"hicl": {"enabled": 1}}})
 
 
 @pytest.fixture(scope="module")
@@ -309,8 +311,9 @@ def test_every_replacement_preset_trains_and_reports_fallbacks(tmp_path, tiny_ml
     from hardneg.train.trainer import train
 
     over = {"batch_size": 4, "max_steps": 2, "eval_every": 100, "checkpoint_every": 100, "log_every": 1,
-            "show_progress": False, "lr": 1e-3, "max_length": 24, "hicl_segment_length": 8,
-            "syncse_refresh_every": 1, "syncse_pool_size": 12}
+            "show_progress": False, "lr": 1e-3, "max_length": 24,
+            # knobs for every preset: an entry's values switch no method on (enabled stays the preset's)
+            "method_settings": {"hicl": {"segment_length": 8}, "syncse": {"refresh_every": 1, "pool_size": 12}}}
     s = build_settings(method, str(tiny_mlm_dir), seed=3, overrides=over)
     summary = train(s, corpus["corpus"], tmp_path / method, augment_shards={"negation": corpus["negation"]})
     last = json.loads((tmp_path / method / "metrics.jsonl").read_text().splitlines()[-1])
@@ -362,7 +365,7 @@ def test_hicl_ddp_two_processes_matches_single_process(tmp_path, tiny_mlm_dir, c
     def s(bs):
         return build_settings("hicl_simcse", str(tiny_mlm_dir), seed=3, overrides={
             "batch_size": bs, "max_steps": 1, "eval_every": 100, "checkpoint_every": 100, "show_progress": False,
-            "log_every": 1, "lr": 1e-3, "dropout": 0.0, "hicl_segment_length": 8})
+            "log_every": 1, "lr": 1e-3, "dropout": 0.0, "method_settings": {"hicl": {"segment_length": 8}}})
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

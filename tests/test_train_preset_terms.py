@@ -139,24 +139,26 @@ def test_each_preset_has_exactly_its_papers_terms(method):
     sims = {"distill": torch.randn(4, 4, generator=g), "san": torch.randn(4, 4, generator=g)}
     _, parts = Objective(s, _Backbone())(emb, D.DistInfo(), sims)
     assert set(parts) - {"loss"} == TERMS[method]
-    weights = {"infonce": 1, "hince": 1, "infonce_hard_negative": 1, "bml": s.bml_weight, "margin": s.margin_weight, "recall": 1,
-               "consistency": s.consistency_weight, "distill_listmle": s.distill_weight,
-               "listmle_san": s.listmle_weight}
+    ranking = s.own("ranking")
+    weights = {"infonce": 1, "hince": 1, "infonce_hard_negative": 1, "bml": s.own("bml").weight,
+               "margin": s.own("margin").weight, "recall": 1, "consistency": ranking.consistency_weight,
+               "distill_listmle": ranking.distill_weight, "listmle_san": s.own("listmle_san").weight}
     total = sum(weights[k] * v for k, v in parts.items() if k != "loss")
     assert abs(parts["loss"] - total) <= tol(abs(total) + 1, 16)
 
 
 def test_san_table6_and_eq6_eq7_hyperparameters():
     r = preset("rankcse_san")
-    assert (r.tau2, r.san_dropout, r.listmle_weight, r.post_process) == (0.05, 0.2, 0.4, True)
+    assert (r.tau2, r.san_dropout, r.own("listmle_san").weight, r.post_process) == (0.05, 0.2, 0.4, True)
     assert [(t["model"], t["weight"]) for t in r.teachers] == [
         ("voidism/diffcse-bert-base-uncased-sts", 0.33), ("princeton-nlp/unsup-simcse-bert-large-uncased", 0.67)]
     d = preset("rlrd_san")
-    assert (d.tau2, d.san_dropout, d.post_process, d.bml_weight) == (0.1, 0.2, True, 1e-3)
+    assert (d.tau2, d.san_dropout, d.post_process, d.own("bml").weight) == (0.1, 0.2, True, 1e-3)
     # SAN's RLRD code: loss_o + t_lmb (1e-3) x (ListMLE + 0.2 x ListMLE+SAN at scd_temp 0.1)
-    assert (d.distill_weight, d.listmle_weight, d.listmle_tau) == (1e-3, 2e-4, 0.1)
-    assert d.consistency_weight == 0  # Eq. 7 has no consistency term
-    assert preset("rankcse").negatives == "none" and preset("rankcse").listmle_weight == 0
+    listmle = d.own("listmle_san")
+    assert (d.own("ranking").distill_weight, listmle.weight, listmle.tau) == (1e-3, 2e-4, 0.1)
+    assert d.own("ranking").consistency_weight == 0  # Eq. 7 has no consistency term
+    assert preset("rankcse").negatives == "none" and not preset("rankcse").uses("listmle_san")
 
 
 # ----- RankCSE terms by hand --------------------------------------------------------------------
@@ -218,10 +220,10 @@ def test_recall_coupled_is_a_loss_term_and_decoupled_a_step():
     assert float(r([p]).detach()) == pytest.approx(0.5 * 2.0 * 0.25)  # gamma/2 * sum (theta - theta*)^2
     r.decoupled_step([p], lr=0.1)  # theta - lr*gamma*(theta - theta*) = 1.5 - 0.1
     assert p.tolist() == pytest.approx([1.4, -2.0])
-    s = preset("osscse", recall_form="decoupled")
+    s = preset("osscse", method_settings={"recall": {"form": "decoupled"}})
     emb = {k: torch.randn(4, 3) for k in ("anchor", "positive", "negation", "paraphrase")}
     _, parts = Objective(s, _Backbone())(emb, D.DistInfo())
-    assert "recall" not in parts and preset("osscse").recall_form == "coupled"
+    assert "recall" not in parts and preset("osscse").own("recall").form == "coupled"
 
 
 # ----- teachers: refusal and bad input ----------------------------------------------------------
@@ -339,7 +341,8 @@ def test_method_table_lists_source_and_non_default_settings(tmp_path):
     from hardneg.report.methods import method_table
 
     paths = []
-    for method, seed, extra in (("sncse", 1, {"lr": 2e-5}), ("sncse", 2, {"lr": 2e-5}), ("simcse", 1, {})):
+    for method, seed, extra in (("sncse", 1, {"lr": 2e-5}), ("sncse", 2, {"lr": 2e-5}), ("simcse", 1, {}),
+                                ("hicl_simcse", 1, {"method_settings": {"hicl": {"segment_length": 8}}})):
         s = build_settings(method, "bert-base-uncased", seed, overrides={"show_progress": False, **extra})
         p = tmp_path / method / f"seed{seed}" / "summary.json"
         p.parent.mkdir(parents=True)
@@ -348,4 +351,6 @@ def test_method_table_lists_source_and_non_default_settings(tmp_path):
     t = {r["method"]: r for r in method_table(paths).iter_rows(named=True)}
     assert t["sncse"]["non-default settings"] == "lr: 1e-05 -> 2e-05" and t["sncse"]["seeds"] == "1, 2"
     assert t["simcse"]["non-default settings"] == "none"
+    # a method's own setting by its dotted name, only the one that changed
+    assert t["hicl_simcse"]["non-default settings"] == "method_settings.hicl.segment_length: 32 -> 8"
     assert t["sncse"]["paper source"] == registry.preset("sncse").source

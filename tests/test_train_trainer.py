@@ -325,7 +325,8 @@ def test_ddp_two_processes_matches_single_process_global_batch(tmp_path, tiny_ml
 
 def test_a_resumed_run_keeps_its_fallback_counts(tmp_path, tiny_mlm_dir, shards):
     """summary.json's fallback counters count every step once, across a kill and a re-run."""
-    s = settings(tiny_mlm_dir, "hicl_simcse", max_steps=4, checkpoint_every=2, hicl_segment_length=8)
+    s = settings(tiny_mlm_dir, "hicl_simcse", max_steps=4, checkpoint_every=2,
+                 method_settings={"hicl": {"segment_length": 8}})
     full = train(s, shards["corpus"], tmp_path / "full", keep_checkpoints=True)
     assert full["fallbacks"]["hicl_single_segment"] > 0  # the counter this test follows moves
     train(s, shards["corpus"], tmp_path / "killed", halt_after_steps=3)

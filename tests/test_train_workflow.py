@@ -25,15 +25,16 @@ def test_presets_carry_the_papers_hyperparameters():
     assert presets()["simcse_san"].settings["tau2"] == 0.08 and presets()["simcse_san"].settings["san_dropout"] == 0.2
     assert presets()["sncse_san"].settings["tau2"] == 0.1 and presets()["sncse"].settings["batch_size"] == 256
     o = presets()["osscse"].settings
-    assert (o["margin_alpha"], o["margin_beta"], o["margin_weight"], o["recall_gamma"]) == (0.05, 0.2, 1e-3, 2e-3)
+    assert o["method_settings"] == {"margin": {"weight": 1e-3, "alpha": 0.05, "beta": 0.2}, "recall": {"gamma": 2e-3}}
     assert (o["lr"], o["batch_size"], o["epochs"]) == (1e-5, 64, 2)
-    assert presets()["rankcse_san"].settings["listmle_weight"] == 0.4 and presets()["rankcse_san"].settings["post_process"]
+    r = presets()["rankcse_san"].settings
+    assert r["method_settings"]["listmle_san"]["weight"] == 0.4 and r["post_process"]
 
 
 def test_config_layers_and_schema_errors():
     cfg = load_config([REPO / "config.yaml", REPO / "experiments/quick.yaml"])
     s = settings_from_config(cfg["train"], "osscse", 1, extra={"lr": 2e-5})
-    assert s.pooler == "avg" and s.margin_weight == 1e-3 and s.lr == 2e-5 and s.seed == 1
+    assert s.pooler == "avg" and s.own("margin").weight == 1e-3 and s.lr == 2e-5 and s.seed == 1
     assert s.needed_columns() == ["negation", "paraphrase"]
     bad = {"train": {"init_model": "x", "methods": ["simcse"], "overrides": {"lr": -1}}}
     with pytest.raises(ConfigError, match=r"train\.overrides\.lr"):

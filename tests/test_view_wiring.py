@@ -135,7 +135,7 @@ def _our_rows(tok, method: str, texts, extra, **overrides) -> dict[str, list[lis
     s = build_settings(method, "bert-base-uncased", 1, overrides=overrides)
     enc = _Encoder(tok, s.pooler)
     model = StepModel(enc, s)
-    if s.hicl:  # HiCL tokenizes its segments inside forward: read what reaches the encoder
+    if s.uses("hicl"):  # HiCL tokenizes its segments inside forward: read what reaches the encoder
         model(list(texts), extra)
         rows, names = enc.batches[0], ["anchor", "positive"] + [c for c in ("negation", "paraphrase") if c in extra]
         assert len(rows) == len(names) * len(texts), "one segment per sentence expected"

@@ -4,7 +4,9 @@
 - experiments/reference/*.yaml: on top of config.yaml + quick.yaml (san-table3.yaml also on top of
   methods.yaml + reference/san.yaml, as its header says);
 - experiments/ablations/*.yaml: the first variant's overlay of each family, as `hardneg ablate`
-  writes it, on top of config.yaml + quick.yaml (a family's variants differ in values only).
+  writes it, on top of config.yaml + quick.yaml (a family's variants differ in values only);
+- the test overlays, every *.yaml under tests/ (tests/methods/own_method.yaml on top of
+  config.yaml + tiny.yaml, as its header says; any other on top of config.yaml).
 
 Usage: python tools/lint_workflow.py [--list]   (exit 1 naming every combination that fails)
 """
@@ -23,7 +25,14 @@ QUICK = [*BASE, "experiments/quick.yaml"]
 ON_TOP_OF = {
     "experiments/tiny-slurm.yaml": [*BASE, "experiments/tiny.yaml"],
     "experiments/reference/san-table3.yaml": [*BASE, "experiments/methods.yaml", "experiments/reference/san.yaml"],
+    "tests/methods/own_method.yaml": [*BASE, "experiments/tiny.yaml"],
 }
+
+
+def overlays_under_tests() -> list[str]:
+    """Every overlay YAML under tests/ (relative paths): each is linted like the experiments'."""
+    return sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("*.yaml")
+                  if "__pycache__" not in p.parts)
 
 
 def combinations(scratch: Path) -> list[list[str]]:
@@ -44,6 +53,7 @@ def combinations(scratch: Path) -> list[list[str]]:
         overlay = scratch / f"{family}-{variant.name}.yaml"
         overlay.write_text(yaml.safe_dump(variant.overlay, sort_keys=True))
         out.append([*QUICK, str(overlay)])
+    out += [[*ON_TOP_OF.get(rel, BASE), rel] for rel in overlays_under_tests()]
     return out
 
 

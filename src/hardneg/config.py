@@ -96,14 +96,16 @@ def fill_defaults(config: dict, schema: dict) -> dict:
     A missing key with a ``default`` gets a copy of it; a missing section (a property of type
     ``object`` with ``properties``) is created and filled too, so a config that leaves out a whole
     section still reaches the rules complete (its required keys are then reported by validation).
-    Values of the wrong type are left alone for validation to report."""
+    Values of the wrong type are left alone for validation to report. A layer of settings on top
+    of presets (``x-layer``: ``train.overrides``) is created but never filled: its defaults are
+    the settings' own, which the presets' values must not lose to."""
     for key, sub in (schema.get("properties") or {}).items():
         if key not in config:
             if "default" in sub:
                 config[key] = copy.deepcopy(sub["default"])
             elif sub.get("type") == "object" and "properties" in sub:
                 config[key] = {}
-        if isinstance(config.get(key), dict) and sub.get("properties"):
+        if isinstance(config.get(key), dict) and sub.get("properties") and not sub.get("x-layer"):
             fill_defaults(config[key], sub)
     return config
 
@@ -115,15 +117,44 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
     if isinstance(config, dict):
         fill_defaults(config, schema)
     module_problems = _accept_method_modules(config, schema)
+    moved = _method_setting_problems(config, schema)
     validator = Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
-    problems = module_problems + [_describe(e) for e in errors] + _value_errors(config)
+    # a method's own setting given top-level: the line naming where it lives replaces the schema's
+    errors = [e for e in errors if not (e.validator == "additionalProperties" and moved and set(e.instance)
+                                        - set(e.schema.get("properties", {}))
+                                        <= moved.get(".".join(map(str, e.absolute_path)), {}).keys())]
+    problems = (module_problems + [why for layer in moved.values() for why in layer.values()]
+                + [_describe(e) for e in errors] + _value_errors(config))
     if not problems:  # cross-field rules assume a schema-valid config
         problems = _cross_field_errors(config)
     if problems:
         lines = "\n  - ".join(problems)
         raise ConfigError(f"invalid configuration:\n  - {lines}")
     return config
+
+
+def _method_setting_problems(config: Any, schema: dict) -> dict[str, dict[str, str]]:
+    """train layer -> {key: problem} for each key of ``train.overrides`` / ``train.presets.<preset>``
+    that is a method's own setting written top-level (``hicl_alpha``): it lives under
+    ``method_settings`` (``hardneg.train.methods.suggest_setting`` says where)."""
+    train = config.get("train") if isinstance(config, dict) else None
+    if not isinstance(train, dict):
+        return {}
+    layers = [("train.overrides", train.get("overrides"))]
+    presets = train.get("presets")
+    if isinstance(presets, dict):
+        layers += [(f"train.presets.{name}", layer) for name, layer in presets.items()]
+    known = schema["properties"]["train"]["properties"]["overrides"]["properties"]
+    out: dict[str, dict[str, str]] = {}
+    stray = [(where, k) for where, layer in layers if isinstance(layer, dict) for k in layer if k not in known]
+    if stray:  # imports the methods (torch): only for a key the schema does not know
+        from hardneg.train.methods import suggest_setting
+
+        for where, key in stray:
+            if (to := suggest_setting(key)) is not None:
+                out.setdefault(where, {})[key] = f"'{where}': unknown setting {key!r} (did you mean {to}?)"
+    return out
 
 
 def _accept_method_modules(config: Any, schema: dict) -> list[str]:
@@ -141,7 +172,8 @@ def _accept_method_modules(config: Any, schema: dict) -> list[str]:
     except ValueError as exc:
         return [str(exc)]
     node = schema["properties"]["train"]["properties"]
-    for enum in (node["methods"]["items"]["enum"], node["presets"]["propertyNames"]["enum"]):
+    teacher = node["overrides"]["properties"]["teachers"]["items"]["properties"]["method"]["enum"]
+    for enum in (node["methods"]["items"]["enum"], node["presets"]["propertyNames"]["enum"], teacher):
         enum.extend(n for n in names if n not in enum)
     return []
 

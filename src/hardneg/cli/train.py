@@ -16,7 +16,7 @@ _BUILTIN_UNITS = [u for u in units() if u.module in BUILTIN_UNIT_MODULES]
 
 
 def _parse_set(items: list[str]) -> dict:
-    """``KEY=VALUE`` pairs as settings; a dotted key nests (``method_settings.NAME.weight=0.2``)."""
+    """``KEY=VALUE`` pairs as settings; a dotted key nests (``method_settings.hicl.alpha=0.2``)."""
     out: dict = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -141,8 +141,8 @@ def register(subparsers) -> None:
                         f"train.seeds ({schema_default('train.seeds')[0]})")
     p.add_argument("--configfile", nargs="+", help="config.yaml [overlays]: uses the train section")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a train setting (repeatable); a dotted key sets a nested one "
-                        "(method_settings.NAME.KEY=VALUE)")
+                   help="override a train setting (repeatable); a method's own settings are nested under "
+                        "its name: a dotted key sets one (method_settings.hicl.alpha=0.2; see --list-methods)")
     p.add_argument("--settings", help="a full settings JSON file (as written by the workflow)")
     p.add_argument("--corpus", nargs="+", help="corpus shards (id, text)")
     for unit in _BUILTIN_UNITS:  # one shard option per augmenter unit, named by its column
@@ -165,6 +165,7 @@ def register(subparsers) -> None:
                    help="torch CPU threads (default: torch's own; under torchrun: OMP_NUM_THREADS)")
     p.add_argument("--list-presets", action="store_true", help="print the method presets and exit")
     p.add_argument("--list-methods", action="store_true",
-                   help="print the methods presets combine (paper, role, views, own settings) and exit")
+                   help="print the methods presets combine (paper, role, views, own settings under "
+                        "method_settings.NAME with their defaults) and exit")
     p.add_argument("--print-settings", action="store_true", help="print the resolved settings and exit")
     p.set_defaults(func=_train)

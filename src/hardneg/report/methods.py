@@ -16,7 +16,7 @@ import polars as pl
 
 from hardneg.train import methods as registry
 from hardneg.train.reading import reading
-from hardneg.train.settings import NON_STRUCTURAL, TrainSettings
+from hardneg.train.settings import NON_STRUCTURAL, TrainSettings, dotted_items
 
 _IDENTITY = frozenset({"method", "seed", "init_model", "show_progress"})
 
@@ -47,7 +47,8 @@ def source(method: str) -> str:
 
 
 def deviations(settings: dict) -> list[str]:
-    """``key: preset -> run`` for every setting of a run that differs from its method's preset."""
+    """``key: preset -> run`` for every setting of a run that differs from its method's preset (a
+    method's own setting by its dotted name, ``method_settings.hicl.alpha``)."""
     method = settings.get("method")
     registry.load_modules(settings.get("method_modules"))  # a researcher's own method's preset
     if method not in registry.presets():
@@ -56,14 +57,15 @@ def deviations(settings: dict) -> list[str]:
     origin = registry.module_of(method)
     base = TrainSettings.from_dict({**p.settings, "method": method, "allow_untrained_teacher": True,
                                     **({"method_modules": [origin]} if origin else {})}).to_dict()
+    base, settings = dotted_items(base), dotted_items(settings)
     out = []
-    for key in sorted(settings):
+    for key in sorted(set(settings) | {k for k in base if k.startswith("method_settings.")}):
         if key in _IDENTITY or key in NON_STRUCTURAL:
             continue
         if key == "allow_untrained_teacher" and not settings[key]:
             continue
-        if base.get(key) != settings[key]:
-            out.append(f"{key}: {json.dumps(base.get(key))} -> {json.dumps(settings[key])}")
+        if base.get(key) != settings.get(key):
+            out.append(f"{key}: {json.dumps(base.get(key))} -> {json.dumps(settings.get(key))}")
     return out
 
 

@@ -36,7 +36,7 @@ def refusal(s: TrainSettings) -> str | None:
     """Why ``mini_batch_size`` cannot serve this method (None: it can). HiCL encodes its own
     per-segment batch inside the forward (segments per sentence vary) and its local loss needs
     the segment vectors, which a sentence chunk does not delimit."""
-    if s.hicl:
+    if s.uses("hicl"):
         return (f"method {s.method!r} (HiCL) encodes variable-length segment batches and its local loss reads "
                 f"segment vectors, which sentence chunks do not split; unset mini_batch_size (null: one pass)")
     return None

@@ -22,7 +22,7 @@ def hicl_views(encoder: ContrastiveEncoder, groups: list[tuple[str, list[str], s
     rows = [r for _, _, s in segs for r in s.ids]
     max_pos = getattr(encoder.backbone.config, "max_position_embeddings", None)
     if max_pos and max(len(r) for r in rows) > max_pos:
-        raise ValueError(f"train setting 'hicl_segment_length' ({seg_len}): a segment with its special and prompt "
+        raise ValueError(f"train setting 'method_settings.hicl.segment_length' ({seg_len}): a segment with its special and prompt "
                          f"tokens has {max(len(r) for r in rows)} tokens, more than the model's {max_pos} positions")
     batch = {k: v.to(encoder.device) for k, v in p.pad(rows).items()}
     vecs = encoder.embed(batch, use_mlp=True)

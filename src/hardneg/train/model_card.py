@@ -111,16 +111,20 @@ def framework_versions() -> dict[str, str]:
 
 
 def changed_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings that differ from the method's preset (the preset alone for a non-preset method)."""
+    """The settings that differ from the method's preset (the preset alone for a non-preset method);
+    a method's own setting by its dotted name (``method_settings.hicl.alpha``)."""
     from hardneg.train.methods import load_modules, presets
     from hardneg.train.presets import build_settings
+    from hardneg.train.settings import dotted_items
 
     method = settings.get("method")
     load_modules(settings.get("method_modules"))  # a researcher's own method's preset
     if method not in presets():
         return dict(settings)
-    preset = build_settings(method, settings["init_model"], int(settings["seed"])).to_dict()
-    return {k: v for k, v in settings.items() if preset.get(k) != v}
+    preset = dotted_items(build_settings(method, settings["init_model"], int(settings["seed"])).to_dict())
+    run = dotted_items(dict(settings))
+    keys = sorted(set(run) | {k for k in preset if k.startswith("method_settings.")})
+    return {k: run.get(k) for k in keys if preset.get(k) != run.get(k)}
 
 
 def _is_hub_id(name: str) -> bool:

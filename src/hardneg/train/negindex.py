@@ -38,7 +38,7 @@ class NegativeIndex:
                  pool_size: int | None = None, template: str | None = None, encode_batch: int = 256,
                  counts: FallbackCounts | None = None) -> None:
         if k < 1:
-            raise ValueError(f"train setting 'syncse_negatives': must be >= 1 (got {k})")
+            raise ValueError(f"train setting 'method_settings.syncse.negatives': must be >= 1 (got {k})")
         self.texts = texts
         n = len(texts)
         if pool_size is None or pool_size >= n:
@@ -50,7 +50,7 @@ class NegativeIndex:
         distinct = len(np.unique(text_id[self.pool]))
         if distinct < 2:
             raise ValueError(f"SynCSE pool: {len(self.pool)} row(s) but {distinct} distinct sentence(s); "
-                             f"raise train setting 'syncse_pool_size' (got {pool_size})")
+                             f"raise train setting 'method_settings.syncse.pool_size' (got {pool_size})")
         self.k_asked = k
         self.k = min(k, distinct - 1)  # an anchor in the pool excludes its own text
         self.delta, self.refresh_every, self.seed = delta, refresh_every, seed

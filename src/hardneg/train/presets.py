@@ -3,7 +3,8 @@
 
 Sources: SimCSE (notes: unsupervised defaults), SAN paper Table 6 / Appendix C, SNCSE (notes),
 OssCSE Appendix A, RankCSE (notes), HNCSE §4.2, HiCL A.3/Table 13, SynCSE (no values given). A
-preset's settings are a partial TrainSettings; config overrides win.
+preset's settings are a partial TrainSettings, each method's own settings nested under its name
+(``method_settings``, as the config writes them); config overrides win.
 """
 
 from __future__ import annotations
@@ -54,12 +55,15 @@ REFERENCE_TEACHERS: list[dict[str, Any]] = [
 ]
 # RankCSE (community code run by SAN): batch 128, lr 3e-5, InfoNCE + beta*JS + gamma*ListMLE with
 # beta = gamma = 1, tau2 0.05; 1 epoch (SAN Table 10)
+_RANKING = {"consistency_weight": 1.0, "distill_weight": 1.0, "distill_loss": "listmle", "distill_tau": 0.05}
 _RANKCSE: dict[str, Any] = {
-    **_SIMCSE, "batch_size": 128, "lr": 3e-5, "consistency_weight": 1.0, "distill_weight": 1.0,
-    "distill_loss": "listmle", "distill_tau": 0.05, "teachers": PAPER_TEACHERS,
+    **_SIMCSE, "batch_size": 128, "lr": 3e-5, "method_settings": {"ranking": _RANKING}, "teachers": PAPER_TEACHERS,
 }
+# SNCSE BERT-base's BML: weight 1e-3, alpha 0.1, beta 0.3
+_BML = {"weight": 1e-3, "alpha": 0.1, "beta": 0.3}
 
-_HICL = {"hicl": True, "hicl_segment_length": 32, "hicl_max_tokens": 512, "batch_size": 256, "precision": "fp32"}
+_HICL = {"batch_size": 256, "precision": "fp32"}
+_HICL_SLICING = {"enabled": True, "segment_length": 32, "max_tokens": 512}
 
 # batch_size is per device (the references' --per_device_train_batch_size). Under DDP hardneg
 # all-gathers the views, so W devices train on W x batch_size with global in-batch negatives;
@@ -82,32 +86,30 @@ PRESETS: list[Preset] = [
            {**_SIMCSE, "negatives": "san", "tau2": 0.1, "san_dropout": 0.2, "lr": 1e-5},
            init_model="bert-large-uncased"),
     # SimCSE's unsupervised setting + the corpus-mined neighbour (hardneg.augment.mine) as the hard
-    # negative of SimCSE §4's supervised loss; hard_negative_weight 0 = SimCSE's run_sup_example.sh
+    # negative of SimCSE §4's supervised loss; hard_negative.weight 0 = SimCSE's run_sup_example.sh
     Preset("simcse_mined", papers.SIMCSE,
            ("SimCSE §4 Eq. 5 (supervised form, one hard negative per sentence) with a corpus-mined "
             "neighbour as the hard negative; SimCSE's unsupervised hyper-parameters"),
-           {**_SIMCSE, "negatives": "mined", "hard_negative_weight": 0.0}),
+           {**_SIMCSE, "negatives": "mined", "method_settings": {"hard_negative": {"weight": 0.0}}}),
     # SNCSE BERT-base: batch 256, lr 1e-5, BML alpha 0.1 beta 0.3 weight 1e-3
     Preset("sncse", papers.SNCSE, "SNCSE (Wang et al. 2022) §3, BML; reference Sense-GVT/SNCSE train_SNCSE.sh", {
-        **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 256, "lr": 1e-5,
-        "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
+        **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 256, "lr": 1e-5, "method_settings": {"bml": _BML},
     }),
     # SAN Eq. 4 + Table 6 (SNCSE+SAN): HiNCE with tau2 0.1, p2 0.2, + lambda*BML
     Preset("sncse_san", papers.SAN, "SAN §3.3 Eq. 4 (HiNCE + lambda*BML), Table 6", {
-        **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 256, "lr": 1e-5,
-        "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
+        **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 256, "lr": 1e-5, "method_settings": {"bml": _BML},
         "negatives": "san", "tau2": 0.1, "san_dropout": 0.2,
     }, also=("SNCSE",)),
     # OssCSE Appendix A: batch 64, lr 1e-5, 2 epochs, alpha .05 beta .2 lambda 1e-3, gamma 2e-3
     Preset("osscse", papers.OSSCSE, "OssCSE (surface-structure bias) §4 Eq. 3-5, Appendix A", {
         **_SIMCSE, **_PROMPT, "batch_size": 64, "lr": 1e-5, "epochs": 2,
-        "margin_weight": 1e-3, "margin_alpha": 0.05, "margin_beta": 0.2, "recall_gamma": 2e-3,
+        "method_settings": {"margin": {"weight": 1e-3, "alpha": 0.05, "beta": 0.2}, "recall": {"gamma": 2e-3}},
     }),
     # SAN Eq. 6 + Table 6 (RankCSE+SAN): beta*Lcons + gamma*LListMLE + LHiNCE (tau2 0.05, p2 0.2)
     # + lambda*LListMLE+SAN (lambda 0.4, tau3 0.05), post-processing
     Preset("rankcse_san", papers.SAN, "SAN §3.3 Eq. 5-6 (RankCSE+SAN), Table 6", {
-        **_RANKCSE, "negatives": "san", "tau2": 0.05, "san_dropout": 0.2,
-        "listmle_weight": 0.4, "listmle_tau": 0.05, "post_process": True,
+        **_RANKCSE, "negatives": "san", "tau2": 0.05, "san_dropout": 0.2, "post_process": True,
+        "method_settings": {"ranking": _RANKING, "listmle_san": {"weight": 0.4, "tau": 0.05}},
     }, also=("RankCSE",)),
     # SAN Eq. 7 + Table 6 (RLRD+SAN): zeta*LHiNCE (tau2 0.1, p2 0.2) + mu*LBML (SNCSE's 1e-3, 0.1,
     # 0.3) + lambda*LListMLE + beta*LListMLE+SAN with the weights the reference trains
@@ -122,10 +124,9 @@ PRESETS: list[Preset] = [
            ("SAN §3.3 Eq. 7 (RLRD+SAN), Table 6; weights lambda 1e-3, beta 2e-4, tau3 0.1 from SAN's RLRD "
             "code (t_lmb x ListMLE terms); RLRD's RL teacher weighting not implemented"), {
         **_SIMCSE, **_SNCSE_PROMPT, "batch_size": 128, "lr": 3e-5, "epochs": 4,
-        "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
-        "distill_weight": 1e-3, "distill_loss": "listmle", "distill_tau": 0.05,
-        "negatives": "san", "tau2": 0.1, "san_dropout": 0.2,
-        "listmle_weight": 2e-4, "listmle_tau": 0.1, "post_process": True,
+        "negatives": "san", "tau2": 0.1, "san_dropout": 0.2, "post_process": True,
+        "method_settings": {"bml": _BML, "ranking": {"distill_weight": 1e-3, "distill_loss": "listmle", "distill_tau": 0.05},
+                            "listmle_san": {"weight": 2e-4, "tau": 0.1}},
         "teachers": [{"method": "sncse", "weight": 0.5},
                      {"model": "princeton-nlp/unsup-simcse-bert-large-uncased", "weight": 0.5,
                       "pooler": "cls_before_pooler"}],
@@ -138,26 +139,27 @@ PRESETS: list[Preset] = [
     # HNCSE §4.2 + the authors' run_unsup_example.sh: SimCSE's setting (batch 64, lr 3e-5, len 32,
     # tau 0.05, [CLS] + MLP in training, 1 epoch); K 10 and s 40 from the authors' code
     Preset("hncse_pm", papers.HNCSE, "HNCSE §3.1 Eq. 2-3, §4.2 + authors' run_unsup_example.sh (SimCSE setting)",
-           {**_SIMCSE, "hncse": "pm", "hncse_pm_margin": 0.1}),
+           {**_SIMCSE, "method_settings": {"hncse": {"mode": "pm", "pm_margin": 0.1}}}),
     Preset("hncse_hnm", papers.HNCSE, "HNCSE §3.2 Eq. 4, 7-8; K=10, s=40 from the authors' code",
-           {**_SIMCSE, "hncse": "hnm", "hncse_top_k": 10, "hncse_mixes": 40, "hncse_mix_alpha": None}),
+           {**_SIMCSE, "method_settings": {"hncse": {"mode": "hnm", "top_k": 10, "mixes": 40, "mix_alpha": None}}}),
     # HiCL A.3 (base models: batch 256, fp32), Table 13 (BERT-base SimCSE: alpha 0.15, lr 5e-5),
     # §5.3 slicing length 32, A.1 sequence truncation 512
     Preset("hicl_simcse", papers.HICL,
            "HiCL §3.1-3.2 Eq. 1-2, A.3 (batch 256, fp32), Table 13 (SimCSE-BERT-base: alpha 0.15, lr 5e-5)",
-           {**_SIMCSE, **_HICL, "hicl_alpha": 0.15, "lr": 5e-5}),
+           {**_SIMCSE, **_HICL, "lr": 5e-5, "method_settings": {"hicl": {"alpha": 0.15, **_HICL_SLICING}}}),
     # HiCL + SNCSE (prompt around each segment, BML on aggregated negations); Table 13: alpha 0.01, lr 1e-5
     Preset("hicl_sncse", papers.HICL,
            "HiCL §3.1-3.2 Eq. 1-2, A.3 (batch 256, fp32), Table 13 (SNCSE-BERT-base: alpha 0.01, lr 1e-5)", {
-        **_SIMCSE, **_SNCSE_PROMPT, **_HICL, "bml_weight": 1e-3, "bml_alpha": 0.1, "bml_beta": 0.3,
-        "hicl_alpha": 0.01, "lr": 1e-5,
+        **_SIMCSE, **_SNCSE_PROMPT, **_HICL, "lr": 1e-5,
+        "method_settings": {"hicl": {"alpha": 0.01, **_HICL_SLICING}, "bml": _BML},
     }, also=("SNCSE",)),
     # SynCSE Eq. 5-7; the paper gives no batch/lr/k/delta/tau: SimCSE's setting, k 4, delta 0.6,
     # refresh every 1000 steps; its layer-wise rates (lower for the encoder, higher for the
     # projection) without values: encoder 3e-5, projection 10x = 3e-4 (docs/deviations.md)
     Preset("syncse", papers.SYNCSE, "SynCSE Eq. 5-7; k, delta, tau, refresh not given by the paper (ours, docs/deviations.md)", {
-        **_SIMCSE, "syncse": True, "head_lr": 3e-4, "syncse_negatives": 4, "syncse_delta": 0.6, "syncse_refresh_every": 1000,
-        "syncse_weights": "alignment", "syncse_in_batch": True, "syncse_projection_dropout": 0.1,
+        **_SIMCSE, "head_lr": 3e-4, "method_settings": {"syncse": {
+            "enabled": True, "negatives": 4, "delta": 0.6, "refresh_every": 1000, "weights": "alignment", "in_batch": True,
+            "projection_dropout": 0.1}},
     }),
 ]
 

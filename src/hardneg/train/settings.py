@@ -1,7 +1,8 @@
-"""Training settings: one validated record per run (a preset plus overrides). Each method
-(``hardneg.train.methods``) reads and validates its own settings through ``Method.options``; the
-record keeps them under their config keys (``hicl_alpha``), an external method's nested under its
-name in ``method_settings``."""
+"""Training settings: one validated record per run (a preset plus overrides). The settings every
+method may read are fields here; each method's own settings (``hardneg.train.methods``, built in
+or a researcher's own) are one mapping under its name in ``method_settings`` (``{hicl: {alpha:
+0.15}}``), declared, defaulted and validated by the method's module (``Method.own_defaults``,
+``Method.validate``) and read through ``Method.options``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from hardneg.encoders.pooling import POOLERS
@@ -24,8 +26,7 @@ TEACHER_INPUTS = ("own", "student")
 TEACHER_KEYS = {"model", "method", "weight", "pooler", "template", "seed"}
 # Settings left out of to_dict (so of the fingerprint, settings.json, summary.json and the rule
 # params) while unset: a run without them is keyed and written exactly as before they existed.
-OMITTED_WHEN_NONE = frozenset({"mini_batch_size", "method_settings", "method_modules", "hard_negative_weight",
-                               "negative_views"})
+OMITTED_WHEN_NONE = frozenset({"mini_batch_size", "method_settings", "method_modules", "negative_views"})
 # the order of the augmentation columns in needed_columns (the trainer reads them in this order)
 COLUMN_ORDER = ("san", "negation", "paraphrase")
 # Settings that do not change what is computed: a checkpoint stays resumable across them.
@@ -72,38 +73,19 @@ class TrainSettings:
     grad_clip: float = 1.0
     precision: str = "auto"
     seed: int = 42
-    # InfoNCE / HiNCE
+    # shared by every contrast term (InfoNCE, HiNCE, HNCSE, HiCL, SynCSE) and RankCSE's consistency
     temperature: float = 0.05
+    # the contrast's negative source: none, san (HiNCE, whose negatives ListMLE+SAN also ranks) or
+    # mined (supervised SimCSE's hard negative); it switches two methods, so it is top-level, and so
+    # are the SAN negatives' knobs: tau2 (their temperature in HiNCE) and san_dropout (the dropout p2
+    # of the SAN view's pass, which ListMLE+SAN reads as well)
     negatives: str = "none"
     tau2: float = 0.08
     san_dropout: float = 0.2
-    # negatives: mined (supervised SimCSE, §4 / princeton-nlp/SimCSE models.py cl_forward): added to
-    # the logit of each anchor's own hard negative (None: SimCSE's default 0)
-    hard_negative_weight: float | None = None
     # which column supplies a negative view: {san: mined} (HiNCE), {negation: mined} (BML); None: their own
     negative_views: dict[str, str] | None = None
-    # SNCSE bidirectional margin on negations
-    bml_weight: float = 0.0
-    bml_alpha: float = 0.1
-    bml_beta: float = 0.3
-    # OssCSE two-way max margin (paraphrase vs negation) and recall loss
-    margin_weight: float = 0.0
-    margin_alpha: float = 0.05
-    margin_beta: float = 0.2
-    recall_gamma: float = 0.0
-    # OssCSE Eq. 4-5 as written: the penalty is part of the loss (coupled, Adam sees its gradient);
-    # "decoupled": RecAdam-style pull towards theta* applied outside Adam (Chen et al. 2020)
-    recall_form: str = "coupled"
-    # ListMLE over anchor-SAN similarities ranked by a teacher (SAN Eq. 5)
-    listmle_weight: float = 0.0
-    listmle_tau: float = 0.05
-    # RankCSE terms (SAN Eq. 6: beta*L_consistency + gamma*L_ListMLE): JS consistency between the
-    # two views' in-batch similarity distributions, and ranking distillation from the teachers
-    consistency_weight: float = 0.0
-    consistency_form: str = "js"
-    distill_weight: float = 0.0
-    distill_loss: str = "listmle"
-    distill_tau: float = 0.05
+    # the teachers and how they score: shared by ListMLE+SAN and RankCSE's distillation (both rank
+    # with the same teachers), so top-level rather than one method's own
     # teachers: [{model: <name or path>} | {method: <preset trained in the same workflow>},
     #            weight, pooler (null: the model's own export / cls_before_pooler), template, seed]
     teachers: list[dict[str, Any]] | None = None
@@ -121,27 +103,6 @@ class TrainSettings:
     failed_augmentation: str = "keep"
     # the negation rules the run expects (the negation shard manifest's "rules" must match)
     negation_rules: str = "sncse"
-    # HNCSE / HiCL / SynCSE (hardneg.train.methods.hncse, .hicl, .syncse): HNCSE positive / hard negative mixing
-    hncse: str = "none"  # none | pm (HNCSE-PM, §3.1) | hnm (HNCSE-HNM, §3.2)
-    hncse_pm_margin: float = 0.1  # authors' code: mix also when (s_p - s_n)/s_p <= 0.1
-    hncse_pm_single: bool = False  # Table 5 HNCSE-PM_single: mix only where s_n >= s_p
-    hncse_top_k: int = 10  # authors' code: K hard negatives per anchor
-    hncse_mixes: int = 40  # authors' code: s synthetic negatives per anchor
-    hncse_mix_alpha: float | None = None  # None: Eq. 8 adaptive; 1.0 = HNCSE-HNM_single
-    # HiCL: segments of L sentence tokens, alpha * local + (1 - alpha) * global
-    hicl: bool = False
-    hicl_alpha: float = 0.15
-    hicl_segment_length: int = 32
-    hicl_max_tokens: int = 512  # sequence truncation (HiCL A.1: 512), not max_length
-    # SynCSE: projection head, k pool negatives above delta, weighted NT-Xent (Eq. 5-7)
-    syncse: bool = False
-    syncse_negatives: int = 4
-    syncse_delta: float = 0.6
-    syncse_refresh_every: int = 1000
-    syncse_pool_size: int | None = None  # None: the whole training corpus
-    syncse_in_batch: bool = True
-    syncse_weights: str = "alignment"
-    syncse_projection_dropout: float = 0.1
     # model selection on STS-B dev (null: all 1500 pairs; an integer subsamples: CI only)
     dev_max_pairs: int | None = None
     # bookkeeping
@@ -154,10 +115,14 @@ class TrainSettings:
     # of this many sentences, loss on the whole batch, re-run each chunk with its dropout replayed.
     # None: one pass (omitted from to_dict then, so unset runs keep their settings and keys)
     mini_batch_size: int | None = None
-    # external methods (train.method_modules): each one's own settings nested under its name,
-    # and the modules that define the run's preset (registered before validation, so a job
-    # process given only the settings knows the method). None for built-in methods.
+    # each method's own settings under its name ({bml: {weight: 1e-3}, hicl: {alpha: 0.15}}), the
+    # built-in methods' (schema: train.overrides.method_settings) as a researcher's own. A built-in
+    # method is on by a value of its entry (weight/gamma > 0, hncse.mode not none, hicl/syncse
+    # enabled), never by the entry's presence: a layer (train.overrides) may set a knob for every
+    # preset without switching a method on. Entries are completed with the method's defaults.
     method_settings: dict[str, dict[str, Any]] | None = None
+    # the external modules that define the run's preset (registered before validation, so a job
+    # process given only the settings knows the method). None for built-in methods.
     method_modules: list[str] | None = None
 
     def __post_init__(self) -> None:
@@ -167,11 +132,68 @@ class TrainSettings:
             load_modules(self.method_modules)
         self.validate()
 
-    def validate(self) -> None:
-        """Raise ValueError naming the offending setting."""
+    def setting(self, name: str) -> Any:
+        """A setting by its dotted name (``method_settings.hicl.alpha``); None where it is unset."""
+        head, *rest = name.split(".")
+        value: Any = getattr(self, head, None)
+        for part in rest:
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
 
-        def bad(name: str, why: str) -> None:
-            raise ValueError(f"train setting '{name}': {why} (got {getattr(self, name)!r})")
+    def own(self, method: str) -> SimpleNamespace:
+        """Method ``method``'s own settings, defaults filled in (``s.own("hicl").alpha``)."""
+        from hardneg.train.methods import methods
+
+        return methods()[method].options(self)
+
+    def uses(self, method: str) -> bool:
+        """True when ``method`` contributes a term to this run's loss."""
+        from hardneg.train.methods.objective import active
+
+        return any(m.name == method for m in active(self))
+
+    def _complete_method_settings(self) -> None:
+        """Check ``method_settings``' shape and own settings, drop null entries, and complete each
+        entry with its method's defaults (so one run is keyed and written one way whatever the
+        config spelled out)."""
+        def bad(why: str) -> None:
+            raise ValueError(f"train setting 'method_settings': {why}")
+
+        ms = self.method_settings
+        if ms is None:
+            return
+        if not isinstance(ms, dict):
+            bad(f"must be a mapping method -> its settings (got {ms!r})")
+        from hardneg.train import methods
+
+        known = methods.methods()
+        out: dict[str, dict[str, Any]] = {}
+        for name, own in ms.items():
+            if own is None:  # a layer may remove a preset's entry (its method back to its defaults)
+                continue
+            unit = known.get(name)
+            if unit is None or not unit.own_defaults:
+                nested = [n for n, m in known.items() if m.own_defaults]
+                bad(f"{name!r} is not a method with nested settings (registered: {', '.join(nested) or 'none'}; "
+                    f"a method of your own: train.method_modules)")
+            if not isinstance(own, dict):
+                bad(f"{name}: must be a mapping setting -> value (got {own!r})")
+            unknown = sorted(set(own) - set(unit.own_defaults))
+            if unknown:
+                bad(f"{name}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(unit.own_defaults))})")
+            for key, value in own.items():
+                if (why := _type_error(unit.own_defaults[key], unit.nullable.get(key), value)) is not None:
+                    raise ValueError(f"train setting 'method_settings.{name}.{key}': {why} (got {value!r})")
+            out[name] = {**unit.own_defaults, **own}
+        self.method_settings = out or None
+
+    def validate(self) -> None:
+        """Raise ValueError naming the offending setting (``method_settings``' entries are
+        completed with their methods' defaults first)."""
+        self._complete_method_settings()
+
+        def bad(name: str, why: str) -> None:  # name: a field or a dotted method_settings.<method>.<key>
+            raise ValueError(f"train setting '{name}': {why} (got {self.setting(name)!r})")
 
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
@@ -252,35 +274,16 @@ class TrainSettings:
             bad("negation_rules", "must be a rule-set name (sncse, root)")
         if not 0 <= self.listmle_eps < 1:
             bad("listmle_eps", "must be in [0, 1) (the reference code's 1e-7, or 0)")
-        self._validate_method_settings(bad)
+        self._validate_method_modules(bad)
         from hardneg.train.methods import objective
 
         objective.validate(self, bad)  # each method's own settings, one contrast term per run
         self._validate_teachers(bad)
 
-    def _validate_method_settings(self, bad) -> None:
-        from hardneg.train import methods
-
+    def _validate_method_modules(self, bad) -> None:
         if self.method_modules is not None and (not isinstance(self.method_modules, list)
                                                 or not all(isinstance(m, str) for m in self.method_modules)):
             bad("method_modules", "must be a list of module files or names")
-        if self.method_settings is None:
-            return
-        if not isinstance(self.method_settings, dict):
-            bad("method_settings", "must be a mapping method -> its settings")
-        known = methods.methods()
-        for name, own in self.method_settings.items():
-            unit = known.get(name)
-            if unit is None or not unit.own_defaults:
-                nested = [n for n, m in known.items() if m.own_defaults]
-                bad("method_settings", f"{name!r} is not a method with nested settings "
-                                       f"(registered: {', '.join(nested) or 'none'}; train.method_modules)")
-            if not isinstance(own, dict):
-                bad("method_settings", f"{name}: must be a mapping setting -> value")
-            unknown = sorted(set(own) - set(unit.own_defaults))
-            if unknown:
-                bad("method_settings", f"{name}: unknown setting(s) {', '.join(unknown)} "
-                                       f"(known: {', '.join(sorted(unit.own_defaults))})")
 
     def _validate_teachers(self, bad) -> None:
         if self.teachers is not None:
@@ -311,7 +314,8 @@ class TrainSettings:
                 if t.get("method") == self.method:
                     bad("teachers", f"{where}: a method cannot be its own teacher")
         if self.needs_teacher() and not self.teachers and not self.allow_untrained_teacher:
-            bad("teachers", f"method {self.method!r} ranks with a teacher (distill_weight/listmle_weight > 0) but "
+            bad("teachers", f"method {self.method!r} ranks with a teacher (method_settings.ranking.distill_weight or "
+                            f"method_settings.listmle_san.weight > 0) but "
                             f"none is configured; set e.g. teachers: [{{method: simcse}}] or [{{model: ...}}] "
                             f"(the untrained init_model is used only with allow_untrained_teacher: true)")
 
@@ -357,6 +361,48 @@ class TrainSettings:
     def from_dict(cls, d: dict[str, Any]) -> TrainSettings:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - known)
+        if d.get("method_modules"):  # a researcher's own method's settings can be suggested too
+            from hardneg.train.methods import load_modules
+
+            load_modules(d["method_modules"])
+        from hardneg.train.methods import suggest_setting
+
+        for key in unknown:
+            if (where := suggest_setting(key)) is not None:
+                raise ValueError(f"unknown setting {key!r} (did you mean {where}?)")
         if unknown:
             raise ValueError(f"unknown train setting(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
         return cls(**d)
+
+
+def dotted_items(d: dict[str, Any]) -> dict[str, Any]:
+    """A settings dict (``to_dict``) with each method's own settings as dotted keys
+    (``method_settings.hicl.alpha``): what the report and model cards compare setting by setting."""
+    out = {k: v for k, v in d.items() if k != "method_settings"}
+    for name, own in (d.get("method_settings") or {}).items():
+        for key, value in (own.items() if isinstance(own, dict) else [("", own)]):
+            out[f"method_settings.{name}.{key}".rstrip(".")] = value
+    return out
+
+
+def _type_error(default: Any, nullable: type | None, value: Any) -> str | None:
+    """Why ``value`` cannot stand for a method's own setting whose default is ``default`` (a
+    setting whose default is None takes ``nullable``'s type or None), or None when it can. Every
+    entry point (config, --set, --settings JSON) comes here: NaN and inf are refused as in
+    ``TrainSettings.validate``."""
+    kind = type(default) if default is not None else nullable
+    if kind is None or (value is None and default is None):
+        return None
+    if kind is bool:
+        return None if isinstance(value, bool) else "must be true or false"
+    if kind in (int, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return "must be a number"
+        if not math.isfinite(value):
+            return "must be a finite number"
+        if kind is int and not isinstance(value, int):
+            return "must be an integer (written without a decimal point)"
+        return None
+    if kind is str:
+        return None if isinstance(value, str) else "must be a string"
+    return None

@@ -29,9 +29,9 @@ class StepModel(nn.Module):
                 tokens: dict[str, Any] | None = None) -> dict[str, torch.Tensor]:
         """``tokens``: ``self.tokenize(texts, extra)`` made ahead (the trainer's background
         worker); None tokenizes here."""
-        if self.s.hicl:  # HiCL: segments encoded separately, views aggregated
-            return hicl_views(self.encoder, views.views_pass(self.s, texts, extra), self.s.hicl_segment_length,
-                              self.s.hicl_max_tokens)
+        if self.s.uses("hicl"):  # HiCL: segments encoded separately, views aggregated
+            o = self.s.own("hicl")
+            return hicl_views(self.encoder, views.views_pass(self.s, texts, extra), o.segment_length, o.max_tokens)
         if tokens is None:
             tokens = self.tokenize(texts, extra)
         dev = self.encoder.device
@@ -51,7 +51,7 @@ class StepModel(nn.Module):
         """CPU half of ``forward``: padded id tensors for the views pass and the SAN pass (thread
         safe, so the trainer runs it for upcoming steps in a worker). ``static_width``
         pads every batch to ``max_length`` (fixed shapes for ``train.compile``)."""
-        if self.s.hicl:  # HiCL tokenizes its segments itself, in forward
+        if self.s.uses("hicl"):  # HiCL tokenizes its segments itself, in forward
             return {}
         p = self.prompt or self.encoder.prompt
         width = self.s.max_length if self.static_width else None

@@ -137,19 +137,21 @@ class Teachers:
     @torch.no_grad()
     def similarities(self, texts: list[str], san: list[str] | None,
                      info: D.DistInfo) -> dict[str, torch.Tensor]:
-        """{"distill": sum_k w_k cos(a, p)/distill_tau, "san": sum_k w_k cos(a, san)/listmle_tau}."""
+        """{"distill": sum_k w_k cos(a, p)/distill_tau, "san": sum_k w_k cos(a, san)/tau} (the
+        own settings of methods ranking and listmle_san)."""
         out: dict[str, torch.Tensor] = {}
+        ranking, listmle = self.s.own("ranking"), self.s.own("listmle_san")
         # the reference feeds its teachers the student's ids: the same view text (SNCSE's " .")
         texts = views.view_texts(self.s, "anchor", texts)
         for spec, enc in zip(self.specs, self.encoders):
             a = self._encode(enc, texts, self._template(spec, "anchor"), info)
-            if self.s.distill_weight > 0:
+            if ranking.distill_weight > 0:
                 p = self._encode(enc, texts, self._template(spec, "positive"), info)
-                d = self._score(spec, a, p, self.s.distill_tau)
+                d = self._score(spec, a, p, ranking.distill_tau)
                 out["distill"] = d if "distill" not in out else out["distill"] + d
-            if self.s.listmle_weight > 0 and san is not None:
+            if listmle.weight > 0 and san is not None:
                 n = self._encode(enc, san, self._template(spec, "san"), info)
-                d = self._score(spec, a, n, self.s.listmle_tau)
+                d = self._score(spec, a, n, listmle.tau)
                 out["san"] = d if "san" not in out else out["san"] + d
         if self.s.teacher_precision == "fp16":  # the weighted sum rounded to float16 as well
             out = {k: v.half().to(v.dtype) for k, v in out.items()}

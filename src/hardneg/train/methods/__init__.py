@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from hardneg.train.methods.unit import Method
 
 __all__ = ["Paper", "Preset", "load_modules", "method_names", "methods", "module_of", "preset",
-           "preset_names", "presets"]
+           "preset_names", "presets", "suggest_setting"]
 
 # built-in methods in the order the dispatcher adds their terms (per role) and validates them
 BUILTIN = ("infonce", "hince", "hard_negative", "hncse", "hicl", "syncse", "listmle_san", "ranking", "bml", "margin", "recall")
@@ -150,3 +150,20 @@ def module_of(name: str) -> str | None:
     """The external module (``train.method_modules`` entry) that defined a preset or method; None: built in."""
     _builtin_presets()
     return _ORIGIN.get(name)
+
+
+def suggest_setting(key: str) -> str | None:
+    """Where a top-level train setting ``key`` that is not one may live: the own setting of a
+    registered method it names (``hicl_alpha`` -> ``method_settings.hicl.alpha``, ``bml_weight``
+    -> ``method_settings.bml.weight``, ``listmle_tau`` -> ``method_settings.listmle_san.tau``,
+    ``distill_tau`` -> ``method_settings.ranking.distill_tau``) or the method's switch (``hicl`` ->
+    ``method_settings.hicl.enabled``); None when it names none."""
+    found = []
+    for name, m in methods().items():
+        if key == name and m.own_defaults:  # the method's switch (hicl: true -> method_settings.hicl.enabled)
+            return m.switch if m.switch.startswith(f"method_settings.{name}.") else f"method_settings.{name}"
+        prefixes = {f"{name}_", f"{name.split('_')[0]}_"}
+        for own in m.own_defaults:
+            if key == own or any(key == p + own for p in prefixes):
+                found.append(f"method_settings.{name}.{own}")
+    return " or ".join(found) or None

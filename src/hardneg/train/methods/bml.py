@@ -25,17 +25,18 @@ class BML(Method):
     paper = papers.SNCSE
     summary = "lambda x bidirectional margin between positive and negation similarity (SNCSE §3)"
     role = "local"
-    switch = "bml_weight"
+    switch = "method_settings.bml.weight"
     columns = ("negation",)
     swappable = ("negation",)  # negative_views: {negation: mined} trains on the mined neighbour instead
-    settings: ClassVar[dict[str, str]] = {"negative_views": "negative_views", "weight": "bml_weight", "alpha": "bml_alpha", "beta": "bml_beta"}
+    # weight lambda (SAN Eq. 4; SNCSE's 1e-3 in the presets), margins alpha and beta (SNCSE §3)
+    own_defaults: ClassVar[dict[str, float]] = {"weight": 0.0, "alpha": 0.1, "beta": 0.3}
 
     def enabled(self, s) -> bool:
-        return s.bml_weight > 0
+        return self.options(s).weight > 0
 
     def validate(self, s, bad) -> None:
-        if s.bml_weight < 0:
-            bad("bml_weight", "must be >= 0")
+        if self.options(s).weight < 0:
+            bad("method_settings.bml.weight", "must be >= 0")
 
     def build(self, s, encoder) -> Term:
         o = self.options(s)

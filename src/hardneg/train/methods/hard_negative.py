@@ -26,21 +26,22 @@ class HardNegative(Method):
     summary = ("InfoNCE with each sentence's mined neighbour as its hard negative, over the whole batch's "
                "hard negatives (SimCSE §4 Eq. 5)")
     role = "contrast"
+    # negatives (top-level: it picks the contrast's negative source, shared with HiNCE) turns it on
     switch = "negatives"
     columns = ("mined",)
-    settings: ClassVar[dict[str, str]] = {"temperature": "temperature", "weight": "hard_negative_weight"}
+    # the logit added to each anchor's own hard negative: SimCSE's default hard_negative_weight 0
+    # (simcse/models.py, ModelArguments)
+    own_defaults: ClassVar[dict[str, float]] = {"weight": 0.0}
 
     def enabled(self, s) -> bool:
         return s.negatives == "mined"
 
     def validate(self, s, bad) -> None:
-        if s.hard_negative_weight is not None and s.negatives != "mined":
-            bad("hard_negative_weight", "weighs the mined hard negative: needs negatives: mined")
+        if self.present(s) and s.negatives != "mined":
+            bad("method_settings.hard_negative", "weighs the mined hard negative: needs negatives: mined")
 
     def build(self, s, encoder) -> Term:
-        o = self.options(s)
-        # None: SimCSE's default hard_negative_weight 0 (simcse/models.py, ModelArguments)
-        return _Term(o.temperature, o.weight or 0.0)
+        return _Term(s.temperature, self.options(s).weight)
 
 
 METHOD = HardNegative()

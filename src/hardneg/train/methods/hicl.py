@@ -59,20 +59,26 @@ class HiCL(Method):
     paper = papers.HICL
     summary = "alpha x segment-level + (1 - alpha) x sequence-level InfoNCE (HiCL §3.1-3.2 Eq. 1-2)"
     role = "contrast"
-    switch = "hicl"
-    settings: ClassVar[dict[str, str]] = {"alpha": "hicl_alpha", "segment_length": "hicl_segment_length", "max_tokens": "hicl_max_tokens"}
+    switch = "method_settings.hicl.enabled"
+    # alpha: the local loss's weight (Table 13: 0.01/0.05/0.15); segment_length: the slicing length
+    # L in sentence tokens (§5.3: 32); max_tokens: sequence truncation, not max_length (A.1: 512)
+    own_defaults: ClassVar[dict[str, bool | float | int]] = {"enabled": False, "alpha": 0.15, "segment_length": 32,
+                                                             "max_tokens": 512}
 
     def enabled(self, s) -> bool:
-        return s.hicl
+        return self.options(s).enabled
 
     def validate(self, s, bad) -> None:
-        for name in ("hicl_segment_length", "hicl_max_tokens"):
-            if getattr(s, name) < 1:
-                bad(name, "must be >= 1")
-        if not 0 <= s.hicl_alpha <= 1:
-            bad("hicl_alpha", "must be in [0, 1]")
-        if s.hicl and s.margin_weight > 0:
-            bad("hicl", "HiCL wraps SimCSE and SNCSE (the paper's baselines); not OssCSE's margin")
+        o = self.options(s)
+        for name in ("segment_length", "max_tokens"):
+            if getattr(o, name) < 1:
+                bad(f"method_settings.hicl.{name}", "must be >= 1")
+        if not 0 <= o.alpha <= 1:
+            bad("method_settings.hicl.alpha", "must be in [0, 1]")
+        from hardneg.train.methods import methods
+
+        if o.enabled and methods()["margin"].enabled(s):
+            bad("method_settings.hicl.enabled", "HiCL wraps SimCSE and SNCSE (the paper's baselines); not OssCSE's margin")
 
     def build(self, s, encoder) -> Term:
         o = self.options(s)

@@ -3,8 +3,6 @@ temperature tau2; they are encoded in a second pass at dropout p2 (``StepModel``
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from hardneg.train.methods import papers
 from hardneg.train.methods.unit import Batch, Method, Term
 from hardneg.train.objectives import HiNCE as _HiNCE
@@ -24,17 +22,18 @@ class HiNCE(Method):
     paper = papers.SAN
     summary = "InfoNCE plus the batch's SAN negatives at temperature tau2 (SAN §3.2 Eq. 2)"
     role = "contrast"
+    # negatives: san turns it on. Its knobs stay top-level with that switch: tau2 (the SAN
+    # negatives' temperature, the tau2 ablation family's axis) and san_dropout (how the SAN view is
+    # encoded, read by ListMLE+SAN as well) parametrise the SAN negatives that negatives: san chooses
     switch = "negatives"
     columns = ("san",)
     swappable = ("san",)  # negative_views: {san: mined} trains on the mined neighbour instead
-    settings: ClassVar[dict[str, str]] = {"negative_views": "negative_views", "temperature": "temperature", "tau2": "tau2", "dropout": "san_dropout"}
 
     def enabled(self, s) -> bool:
         return s.negatives == "san"
 
     def build(self, s, encoder) -> Term:
-        o = self.options(s)
-        return _Term(o.temperature, o.tau2)
+        return _Term(s.temperature, s.tau2)
 
 
 METHOD = HiNCE()

@@ -32,25 +32,29 @@ class HNCSE(Method):
     paper = papers.HNCSE
     summary = "InfoNCE with mixed positives (pm, §3.1) or synthetic hard negatives mixed from the top K (hnm, §3.2)"
     role = "contrast"
-    switch = "hncse"
-    settings: ClassVar[dict[str, str]] = {"mode": "hncse", "pm_margin": "hncse_pm_margin", "pm_single": "hncse_pm_single",
-                "top_k": "hncse_top_k", "mixes": "hncse_mixes", "mix_alpha": "hncse_mix_alpha"}
+    switch = "method_settings.hncse.mode"  # on when not none
+    # mode: pm (HNCSE-PM, §3.1) or hnm (HNCSE-HNM, §3.2); pm_margin: the authors' code mixes also
+    # when (s_p - s_n)/s_p <= 0.1; pm_single: Table 5 HNCSE-PM_single (mix only where s_n >= s_p);
+    # top_k, mixes: the authors' code's K hard negatives and s synthetic negatives per anchor;
+    # mix_alpha: None = Eq. 8 adaptive, 1.0 = HNCSE-HNM_single
+    own_defaults: ClassVar[dict[str, object]] = {"mode": "none", "pm_margin": 0.1, "pm_single": False,
+                                                 "top_k": 10, "mixes": 40, "mix_alpha": None}
+    nullable: ClassVar[dict[str, type]] = {"mix_alpha": float}
 
     def enabled(self, s) -> bool:
-        return s.hncse != "none"
+        return self.options(s).mode != "none"
 
     def validate(self, s, bad) -> None:
-        if s.hncse not in MODES:
-            bad("hncse", f"must be one of {', '.join(MODES)}")
-        if s.hncse_mix_alpha is not None and (isinstance(s.hncse_mix_alpha, bool)
-                                              or not isinstance(s.hncse_mix_alpha, (int, float))
-                                              or not 0 <= s.hncse_mix_alpha <= 1):
-            bad("hncse_mix_alpha", "must be a number in [0, 1] or null (Eq. 8 adaptive)")
-        for name in ("hncse_top_k", "hncse_mixes"):
-            if getattr(s, name) < 1:
-                bad(name, "must be >= 1")
-        if s.hncse_pm_margin < 0:
-            bad("hncse_pm_margin", "must be >= 0")
+        o = self.options(s)
+        if o.mode not in MODES:
+            bad("method_settings.hncse.mode", f"must be one of {', '.join(MODES)}")
+        if o.mix_alpha is not None and not 0 <= o.mix_alpha <= 1:
+            bad("method_settings.hncse.mix_alpha", "must be a number in [0, 1] or null (Eq. 8 adaptive)")
+        for name in ("top_k", "mixes"):
+            if getattr(o, name) < 1:
+                bad(f"method_settings.hncse.{name}", "must be >= 1")
+        if o.pm_margin < 0:
+            bad("method_settings.hncse.pm_margin", "must be >= 0")
 
     def build(self, s, encoder) -> Term:
         return _Term(self.options(s), s.temperature)

@@ -3,8 +3,6 @@ methods bring no other."""
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from hardneg.train.methods import papers
 from hardneg.train.methods.unit import Batch, Method, Term
 from hardneg.train.objectives import InfoNCE as _InfoNCE
@@ -24,14 +22,13 @@ class InfoNCE(Method):
     paper = papers.SIMCSE
     summary = "in-batch InfoNCE over the global batch (SimCSE §3 Eq. 1); the default contrast term"
     role = "contrast"
-    default = True
-    settings: ClassVar[dict[str, str]] = {"temperature": "temperature"}
+    default = True  # no settings of its own: temperature is shared by every contrast term
 
     def enabled(self, s) -> bool:
         return True
 
     def build(self, s, encoder) -> Term:
-        return _Term(self.options(s).temperature)
+        return _Term(s.temperature)
 
 
 METHOD = InfoNCE()

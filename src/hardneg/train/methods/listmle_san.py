@@ -25,29 +25,31 @@ class ListMLESAN(Method):
     paper = papers.SAN
     summary = "lambda x ListMLE of anchor-SAN similarities in the teachers' order (SAN Eq. 5-7)"
     role = "global"
-    switch = "listmle_weight"
+    switch = "method_settings.listmle_san.weight"
     columns = ("san",)
-    settings: ClassVar[dict[str, str]] = {"weight": "listmle_weight", "tau": "listmle_tau", "eps": "listmle_eps",
-                "teacher_precision": "teacher_precision"}
+    # lambda (SAN Eq. 6) / beta (Eq. 7) and tau3; ListMLE's eps and the teachers' precision are
+    # shared with RankCSE's distillation (top-level listmle_eps, teacher_precision)
+    own_defaults: ClassVar[dict[str, float]] = {"weight": 0.0, "tau": 0.05}
 
     def enabled(self, s) -> bool:
-        return s.listmle_weight > 0
+        return self.options(s).weight > 0
 
     def teaches(self, s) -> bool:
-        return s.listmle_weight > 0
+        return self.options(s).weight > 0
 
     def validate(self, s, bad) -> None:
-        if s.listmle_weight < 0:
-            bad("listmle_weight", "must be >= 0")
-        if s.listmle_tau <= 0:
-            bad("listmle_tau", "must be > 0")
-        if s.listmle_weight > 0 and s.negatives != "san":
-            bad("listmle_weight", "ListMLE+SAN needs negatives: san")
+        o = self.options(s)
+        if o.weight < 0:
+            bad("method_settings.listmle_san.weight", "must be >= 0")
+        if o.tau <= 0:
+            bad("method_settings.listmle_san.tau", "must be > 0")
+        if o.weight > 0 and s.negatives != "san":
+            bad("method_settings.listmle_san.weight", "ListMLE+SAN needs negatives: san")
 
     def build(self, s, encoder) -> Term:
         o = self.options(s)
         # fp16 teacher scores tie: the reference shuffles them
-        return _Term(o.weight, o.tau, o.eps, o.teacher_precision == "fp16")
+        return _Term(o.weight, o.tau, s.listmle_eps, s.teacher_precision == "fp16")
 
 
 METHOD = ListMLESAN()

@@ -25,16 +25,17 @@ class TwoWayMargin(Method):
     paper = papers.OSSCSE
     summary = "lambda x two-way max margin: paraphrase closer than negation (OssCSE §4 Eq. 3)"
     role = "local"
-    switch = "margin_weight"
+    switch = "method_settings.margin.weight"
     columns = ("negation", "paraphrase")
-    settings: ClassVar[dict[str, str]] = {"weight": "margin_weight", "alpha": "margin_alpha", "beta": "margin_beta"}
+    # lambda, alpha, beta of OssCSE Eq. 3 (Appendix A values in the osscse preset)
+    own_defaults: ClassVar[dict[str, float]] = {"weight": 0.0, "alpha": 0.05, "beta": 0.2}
 
     def enabled(self, s) -> bool:
-        return s.margin_weight > 0
+        return self.options(s).weight > 0
 
     def validate(self, s, bad) -> None:
-        if s.margin_weight < 0:
-            bad("margin_weight", "must be >= 0")
+        if self.options(s).weight < 0:
+            bad("method_settings.margin.weight", "must be >= 0")
 
     def build(self, s, encoder) -> Term:
         o = self.options(s)

@@ -15,11 +15,11 @@ DISTILL_LOSSES = ("listmle", "listnet")
 
 
 class _Term(Term):
-    def __init__(self, o, temperature: float, ties: bool) -> None:
+    def __init__(self, o, temperature: float, eps: float, ties: bool) -> None:
         super().__init__()
         self.o = o
         self.consistency = RankingConsistency(temperature, o.consistency_form) if o.consistency_weight > 0 else None
-        self.distill = (RankingDistillation(o.distill_tau, o.distill_loss, o.eps, ties)
+        self.distill = (RankingDistillation(o.distill_tau, o.distill_loss, eps, ties)
                         if o.distill_weight > 0 else None)
 
     def forward(self, batch: Batch):
@@ -38,30 +38,34 @@ class Ranking(Method):
     summary = ("beta x JS consistency of the two views' similarity lists + gamma x ranking distillation "
                "from the teachers (RankCSE; SAN Eq. 6)")
     role = "global"
-    switch = "distill_weight"
-    settings: ClassVar[dict[str, str]] = {"consistency_weight": "consistency_weight", "consistency_form": "consistency_form",
-                "distill_weight": "distill_weight", "distill_loss": "distill_loss", "distill_tau": "distill_tau",
-                "eps": "listmle_eps", "teacher_precision": "teacher_precision"}
+    switch = "method_settings.ranking.distill_weight"
+    # beta (consistency) and gamma (distillation) of SAN Eq. 6, the JS form, the ranking loss and
+    # its tau2; ListMLE's eps and the teachers' precision are shared with ListMLE+SAN (top-level)
+    own_defaults: ClassVar[dict[str, float | str]] = {
+        "consistency_weight": 0.0, "consistency_form": "js",
+        "distill_weight": 0.0, "distill_loss": "listmle", "distill_tau": 0.05,
+    }
 
     def enabled(self, s) -> bool:
-        return s.consistency_weight > 0 or s.distill_weight > 0
+        o = self.options(s)
+        return o.consistency_weight > 0 or o.distill_weight > 0
 
     def teaches(self, s) -> bool:
-        return s.distill_weight > 0
+        return self.options(s).distill_weight > 0
 
     def validate(self, s, bad) -> None:
+        o = self.options(s)
         for name, choices in (("distill_loss", DISTILL_LOSSES), ("consistency_form", CONSISTENCY_FORMS)):
-            if getattr(s, name) not in choices:
-                bad(name, f"must be one of {', '.join(choices)}")
-        if s.distill_tau <= 0:
-            bad("distill_tau", "must be > 0")
+            if getattr(o, name) not in choices:
+                bad(f"method_settings.ranking.{name}", f"must be one of {', '.join(choices)}")
+        if o.distill_tau <= 0:
+            bad("method_settings.ranking.distill_tau", "must be > 0")
         for name in ("consistency_weight", "distill_weight"):
-            if getattr(s, name) < 0:
-                bad(name, "must be >= 0")
+            if getattr(o, name) < 0:
+                bad(f"method_settings.ranking.{name}", "must be >= 0")
 
     def build(self, s, encoder) -> Term:
-        o = self.options(s)
-        return _Term(o, s.temperature, o.teacher_precision == "fp16")
+        return _Term(self.options(s), s.temperature, s.listmle_eps, s.teacher_precision == "fp16")
 
 
 METHOD = Ranking()

@@ -36,17 +36,20 @@ class Recall(Method):
     paper = papers.OSSCSE
     summary = "gamma/2 x ||theta - theta*||^2 towards the pretrained weights (OssCSE Eq. 4-5)"
     role = "local"
-    switch = "recall_gamma"
-    settings: ClassVar[dict[str, str]] = {"gamma": "recall_gamma", "form": "recall_form"}
+    switch = "method_settings.recall.gamma"
+    # gamma of OssCSE Eq. 4; form: Eq. 4-5 as written (coupled: the penalty is part of the loss,
+    # Adam sees its gradient) or a RecAdam-style pull applied outside Adam (decoupled; Chen et al. 2020)
+    own_defaults: ClassVar[dict[str, float | str]] = {"gamma": 0.0, "form": "coupled"}
 
     def enabled(self, s) -> bool:
-        return s.recall_gamma > 0
+        return self.options(s).gamma > 0
 
     def validate(self, s, bad) -> None:
-        if s.recall_gamma < 0:
-            bad("recall_gamma", "must be >= 0")
-        if s.recall_form not in RECALL_FORMS:
-            bad("recall_form", f"must be one of {', '.join(RECALL_FORMS)}")
+        o = self.options(s)
+        if o.gamma < 0:
+            bad("method_settings.recall.gamma", "must be >= 0")
+        if o.form not in RECALL_FORMS:
+            bad("method_settings.recall.form", f"must be one of {', '.join(RECALL_FORMS)}")
 
     def build(self, s, encoder) -> Term:
         o = self.options(s)

@@ -32,27 +32,31 @@ class SynCSE(Method):
     paper = papers.SYNCSE
     summary = "projection head, k corpus-pool negatives above delta, weighted NT-Xent (SynCSE Eq. 5-7)"
     role = "contrast"
-    switch = "syncse"
-    settings: ClassVar[dict[str, str]] = {"negatives": "syncse_negatives", "delta": "syncse_delta", "refresh_every": "syncse_refresh_every",
-                "pool_size": "syncse_pool_size", "in_batch": "syncse_in_batch", "weights": "syncse_weights",
-                "projection_dropout": "syncse_projection_dropout"}
+    switch = "method_settings.syncse.enabled"
+    # negatives: k pool negatives per anchor above the cosine threshold delta (Eq. 6), the pool
+    # re-encoded every refresh_every steps; pool_size: None = the whole training corpus; in_batch:
+    # keep in-batch negatives besides the pool's; weights: Eq. 7 confidence weights; projection_dropout:
+    # the projection head's (Eq. 5). The paper gives no values: ours (docs/deviations.md)
+    own_defaults: ClassVar[dict[str, object]] = {"enabled": False, "negatives": 4, "delta": 0.6, "refresh_every": 1000, "pool_size": None,
+                                                 "in_batch": True, "weights": "alignment", "projection_dropout": 0.1}
+    nullable: ClassVar[dict[str, type]] = {"pool_size": int}
 
     def enabled(self, s) -> bool:
-        return s.syncse
+        return self.options(s).enabled
 
     def validate(self, s, bad) -> None:
-        for name in ("syncse_negatives", "syncse_refresh_every"):
-            if getattr(s, name) < 1:
-                bad(name, "must be >= 1")
-        if not 0 <= s.syncse_projection_dropout < 1:
-            bad("syncse_projection_dropout", "must be in [0, 1)")
-        if not -1 <= s.syncse_delta <= 1:
-            bad("syncse_delta", "is a cosine threshold: must be in [-1, 1]")
-        if s.syncse_weights not in syncse.WEIGHTS:
-            bad("syncse_weights", f"must be one of {', '.join(syncse.WEIGHTS)}")
-        if s.syncse_pool_size is not None and (isinstance(s.syncse_pool_size, bool)
-                                               or not isinstance(s.syncse_pool_size, int) or s.syncse_pool_size < 2):
-            bad("syncse_pool_size", "must be an integer >= 2 or null (the whole training corpus)")
+        o = self.options(s)
+        for name in ("negatives", "refresh_every"):
+            if getattr(o, name) < 1:
+                bad(f"method_settings.syncse.{name}", "must be >= 1")
+        if not 0 <= o.projection_dropout < 1:
+            bad("method_settings.syncse.projection_dropout", "must be in [0, 1)")
+        if not -1 <= o.delta <= 1:
+            bad("method_settings.syncse.delta", "is a cosine threshold: must be in [-1, 1]")
+        if o.weights not in syncse.WEIGHTS:
+            bad("method_settings.syncse.weights", f"must be one of {', '.join(syncse.WEIGHTS)}")
+        if o.pool_size is not None and o.pool_size < 2:
+            bad("method_settings.syncse.pool_size", "must be an integer >= 2 or null (the whole training corpus)")
 
     def build(self, s, encoder) -> Term:
         return _Term(self.options(s), s.temperature)

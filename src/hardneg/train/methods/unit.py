@@ -74,24 +74,31 @@ class Method:
     """One training method. A subclass sets the class attributes and implements ``enabled`` and
     ``build``; ``validate``, ``prepare_encoder`` and ``negative_index`` are optional.
 
-    ``settings`` maps the method's own setting names to the train settings that carry them (the
-    config keys, e.g. ``{"alpha": "hicl_alpha"}``); ``options(s)`` gives them as one object, which
-    is all the method's code reads. An external method (``train.method_modules``) keeps its
-    settings nested under its name in the train setting ``method_settings``; ``own_defaults``
-    gives their defaults."""
+    A method's own settings live in one mapping under its name in the train setting
+    ``method_settings`` (``{hicl: {alpha: 0.15}}``), for the built-in methods as for a researcher's
+    own (``train.method_modules``): ``own_defaults`` declares them with their defaults (a built-in
+    method's equal the config schema's ``train.overrides.method_settings.<name>``, tied by a test),
+    ``nullable`` the type of those whose default is None, and ``options(s)`` gives them as one
+    object, defaults filled in. Settings several methods read (temperature, negatives, teachers,
+    listmle_eps, ...) stay top-level train settings and are read from ``s``."""
 
     name: ClassVar[str]
     paper: ClassVar[Paper]
     summary: ClassVar[str]  # one line: what the method adds, with the paper section
     role: ClassVar[str]
-    switch: ClassVar[str] = "method_settings"  # the train setting that turns it on (named in errors)
+    # the setting that turns it on, named in errors (dotted: method_settings.bml.weight)
+    switch: ClassVar[str] = "method_settings"
     default: ClassVar[bool] = False  # InfoNCE: the contrast term when no other method brings one
     columns: ClassVar[tuple[str, ...]] = ()  # augmentation columns (views) its terms read
     # views of ``columns`` whose text the train setting negative_views may take from another
     # augmentation column (HiNCE's san, BML's negation: e.g. {san: mined}); the view keeps its encoding
     swappable: ClassVar[tuple[str, ...]] = ()
-    settings: ClassVar[dict[str, str]] = {}  # own name -> train setting
-    own_defaults: ClassVar[dict[str, Any]] = {}  # external methods: nested settings and defaults
+    own_defaults: ClassVar[dict[str, Any]] = {}  # its own settings (method_settings.<name>) and defaults
+    nullable: ClassVar[dict[str, type]] = {}  # own settings whose default is None -> their type when set
+
+    def present(self, s: TrainSettings) -> bool:
+        """True when the run's ``method_settings`` has an entry for this method."""
+        return self.name in (s.method_settings or {})
 
     def enabled(self, s: TrainSettings) -> bool:
         raise NotImplementedError
@@ -114,9 +121,7 @@ class Method:
 
     def options(self, s: TrainSettings) -> SimpleNamespace:
         """The method's own settings as one object (``opts.alpha``), defaults filled in."""
-        own = {k: getattr(s, flat) for k, flat in self.settings.items()}
-        nested = (s.method_settings or {}).get(self.name, {}) if self.own_defaults else {}
-        return SimpleNamespace(**own, **{**self.own_defaults, **nested})
+        return SimpleNamespace(**{**self.own_defaults, **((s.method_settings or {}).get(self.name) or {})})
 
     def prepare_encoder(self, encoder: ContrastiveEncoder, s: TrainSettings) -> None:
         """Change the encoder before training (SynCSE's projection head); default: nothing."""
@@ -128,5 +133,6 @@ class Method:
     def describe(self) -> dict[str, Any]:
         """The method as data (``hardneg train --list-methods``)."""
         return {"name": self.name, "paper": self.paper.name, "url": self.paper.url, "role": self.role,
-                "columns": list(self.columns), "swappable": list(self.swappable), "settings": dict(self.settings),
-                "nested settings": dict(self.own_defaults), "summary": self.summary}
+                "columns": list(self.columns), "swappable": list(self.swappable),
+                "settings": {f"method_settings.{self.name}.{k}": v for k, v in self.own_defaults.items()},
+                "switch": self.switch, "summary": self.summary}

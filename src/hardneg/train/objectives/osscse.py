@@ -61,7 +61,7 @@ class RecallLoss(nn.Module):
         """RecAdam-style decoupled form (Chen et al. 2020, cited by OssCSE §4): after the optimizer
         step, ``theta <- theta - lr * gamma * (theta - theta*)``, i.e. the gradient of Eq. 4 applied
         outside Adam's moment normalisation (as AdamW decouples weight decay). Not OssCSE's default:
-        Eq. 5 adds l_r to the loss (``recall_form: coupled``)."""
+        Eq. 5 adds l_r to the loss (``method_settings.recall.form: coupled``)."""
         params = list(params)
         if len(params) != len(self.names):
             raise ValueError(f"recall loss: expected {len(self.names)} tensors, got {len(params)}")
