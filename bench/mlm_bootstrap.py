@@ -54,6 +54,7 @@ SETTINGS: dict[str, tuple[str, dict]] = {
     "l4_b16": ("4 top layers, batch 16", {"batch_size": 16, "steps": 600}),
     # not at the fixed budget: where the default's curve flattens (--saturation)
     "l4_long": ("the default (4 top layers, lr 1e-3, cosine) run 5/3 as long", {"steps": 500}),
+    "l4_1500": ("the default (4 top layers, lr 1e-3, cosine) run 5 times as long", {"steps": 1500}),
 }
 # the quick experiment's bootstrap (experiments/quick.yaml over the schema defaults), one thread
 BASE = {"steps": 300, "warmup_steps": 20, "text": "source_file", "threads": 1}
